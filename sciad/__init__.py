@@ -1,0 +1,34 @@
+"""sciad: differentiable scientific computing on JAX.
+
+One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
+gradients, forward mode and higher orders compose. Pillars: `sciad.ode` and
+`sciad.fit` (more to come: `sciad.md`, `sciad.rigid`).
+"""
+
+from . import ode as ode
+from ._core._adjoint import (
+    AbstractAdjoint as AbstractAdjoint,
+    CheckpointAdjoint as CheckpointAdjoint,
+    DirectAdjoint as DirectAdjoint,
+)
+from ._core._integrator import (
+    AbstractExplicitRK as AbstractExplicitRK,
+    AbstractIntegrator as AbstractIntegrator,
+    AbstractSplittingIntegrator as AbstractSplittingIntegrator,
+    Leapfrog as Leapfrog,
+    RK4 as RK4,
+    SymplecticEuler as SymplecticEuler,
+    VelocityVerlet as VelocityVerlet,
+    Yoshida4 as Yoshida4,
+    Yoshida6 as Yoshida6,
+)
+from ._core._model import (
+    AbstractModel as AbstractModel,
+    AbstractSeparableModel as AbstractSeparableModel,
+)
+from ._core._results import RESULTS as RESULTS
+from ._core._simulate import simulate as simulate
+from ._core._trajectory import SaveAt as SaveAt, Trajectory as Trajectory
+from .fit import fit as fit, FitResult as FitResult
+
+__version__ = "0.1.0"

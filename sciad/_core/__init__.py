@@ -1,0 +1,1 @@
+"""The one simulation core shared by every pillar. Imports no pillar."""

@@ -1,0 +1,91 @@
+"""How a fixed-step run is differentiated: the loop strategy is an argument of `simulate`."""
+
+import abc
+from collections.abc import Callable
+import math
+
+import equinox as eqx
+import jax
+
+from ._types import Anything
+
+Carry = Anything
+
+
+def _scan(body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
+    """`length` applications of `body` as one `lax.scan`."""
+    if length == 0:
+        return carry
+    return jax.lax.scan(lambda c, _: (body(c), None), carry, None, length=length)[0]
+
+
+class AbstractAdjoint(eqx.Module):
+    """How `sciad.simulate` runs its loop, and so how reverse mode stores the run.
+
+    Every adjoint here is built from `lax.scan` and `jax.checkpoint`, so every one
+    composes with `jit`, `vmap`, `grad`, `jvp`, `jacfwd`, Hessians and grad of grad.
+    They differ only in the memory/compute trade-off of reverse mode.
+    """
+
+    @abc.abstractmethod
+    def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
+        """Apply `body` `length` times (a static Python int) to `carry`."""
+
+
+class DirectAdjoint(AbstractAdjoint):
+    """Store everything: one `lax.scan`; reverse mode keeps every step's state.
+
+    Fastest gradients, memory O(n_steps). Forward mode costs no memory either way.
+
+    **Example:** `sciad.simulate(model, y0, dt=0.01, n_steps=100, adjoint=sciad.DirectAdjoint())`
+    """
+
+    def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
+        """A plain scan."""
+        return _scan(body, carry, length)
+
+
+class CheckpointAdjoint(AbstractAdjoint):
+    """Nested checkpointing: reverse-mode memory O(levels · n^(1/levels)).
+
+    The run is split into chunks of about n^((levels-1)/levels) steps; only the
+    chunk boundaries are stored, and each chunk is recomputed (recursively) during
+    the backward pass. Reverse mode costs about `levels` forward passes. With the
+    default `levels=2`, 100,000 steps store about 2 × 316 states instead of
+    100,000. Built on `jax.checkpoint` of `lax.scan`, so forward mode and every
+    higher order compose (unlike diffrax's `RecursiveCheckpointAdjoint`).
+    Reference: Griewank & Walther, *Evaluating Derivatives* (2008), ch. 12.
+
+    **Arguments:**
+
+    - `levels`: nesting depth, at least 1 (1 stores every step, like `DirectAdjoint`).
+
+    **Example:** `sciad.simulate(model, y0, dt=0.01, n_steps=10**5, adjoint=sciad.CheckpointAdjoint(levels=3))`
+    """
+
+    levels: int = eqx.field(default=2, static=True)
+
+    def __check_init__(self):
+        if not isinstance(self.levels, int) or self.levels < 1:
+            raise ValueError(
+                f"CheckpointAdjoint(levels=...) must be an int >= 1, got {self.levels!r}."
+            )
+
+    def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
+        """Recursive checkpointed scans."""
+        return _checkpointed(body, carry, length, self.levels)
+
+
+def _checkpointed(body: Callable, carry: Carry, length: int, levels: int) -> Carry:
+    if levels == 1 or length <= 2:
+        return _scan(body, carry, length)
+    chunk = max(1, math.ceil(length ** ((levels - 1) / levels)))
+    n_chunks, rem = divmod(length, chunk)
+
+    def run_chunk(c, n=chunk):
+        return _checkpointed(body, c, n, levels - 1)
+
+    carry = _scan(jax.checkpoint(run_chunk, prevent_cse=False), carry, n_chunks)
+    if rem:
+        carry = jax.checkpoint(lambda c: run_chunk(c, rem), prevent_cse=False)(carry)
+    return carry

@@ -1,0 +1,245 @@
+"""Fixed-step integrators, written as coefficient data read by generic steppers."""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+
+from ._model import AbstractModel, AbstractSeparableModel
+from ._types import Anything, RealScalarLike, State
+
+
+def _axpy(y: State, a: Anything, x: State) -> State:
+    """y + a * x on PyTrees."""
+    return jax.tree.map(lambda yi, xi: yi + a * xi, y, x)
+
+
+class AbstractIntegrator(eqx.Module):
+    """A fixed-step integrator: `init` builds its state, `step` advances one step.
+
+    The integrator state carries what one step hands to the next (a cached force,
+    a random key); it is part of a run's `Trajectory`, so that a run can be resumed
+    bit for bit.
+
+    **Example:**
+
+    ```python
+    integ = sciad.Yoshida4()
+    state = integ.init(model, 0.0, y0)
+    y1, state = integ.step(model, 0.0, 0.01, y0, state)
+    ```
+    """
+
+    #: Whether the integrator needs a `sciad.AbstractSeparableModel`.
+    requires_separable: ClassVar[bool]
+
+    @abc.abstractmethod
+    def order(self) -> int:
+        """The global order of accuracy p: the error after a fixed time is O(dt^p)."""
+
+    @abc.abstractmethod
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """The integrator state at time `t0` and state `y0`."""
+
+    @abc.abstractmethod
+    def step(
+        self,
+        model: AbstractModel,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        y: State,
+        state: Anything,
+    ) -> tuple[State, Anything]:
+        """Advance `y` from `t` to `t + dt`; returns the new state and integrator state."""
+
+
+class AbstractSplittingIntegrator(AbstractIntegrator):
+    """A symmetric kick–drift splitting for separable systems, given as coefficients.
+
+    One step with coefficients `kicks = (b_0, ..., b_s)` and `drifts = (a_1, ..., a_s)`:
+
+        p += b_0 dt F(q);  then for i = 1..s:  q += a_i dt v(p);  p += b_i dt F(q).
+
+    The force at the end of a step is the force at the start of the next, so it is
+    cached in the integrator state: s force evaluations per step.
+    Concrete integrators only fill in the three class variables.
+    """
+
+    requires_separable: ClassVar[bool] = True
+    kicks: ClassVar[tuple[float, ...]]
+    drifts: ClassVar[tuple[float, ...]]
+    method_order: ClassVar[int]
+
+    def order(self) -> int:
+        """The global order of accuracy."""
+        return self.method_order
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """The cached force F(t0, q0)."""
+        assert isinstance(model, AbstractSeparableModel)
+        return model.force(t0, y0[0])
+
+    def step(
+        self,
+        model: AbstractModel,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        y: State,
+        state: Anything,
+    ) -> tuple[State, Anything]:
+        """One composed kick–drift step (see the class docstring)."""
+        assert isinstance(model, AbstractSeparableModel)
+        q, p = y
+        force = state
+        p = _axpy(p, self.kicks[0] * dt, force)
+        tau = t
+        for a, b in zip(self.drifts, self.kicks[1:], strict=True):
+            q = _axpy(q, a * dt, model.velocity(tau, p))
+            tau = tau + a * dt
+            force = model.force(tau, q)
+            if b != 0:
+                p = _axpy(p, b * dt, force)
+        return (q, p), force
+
+
+def _compose_verlet(weights: tuple[float, ...]) -> tuple[tuple, tuple]:
+    """Kicks and drifts of Verlet substeps of sizes `weights * dt`, merged at the seams."""
+    kicks = [weights[0] / 2]
+    for w0, w1 in zip(weights[:-1], weights[1:], strict=True):
+        kicks.append((w0 + w1) / 2)
+    kicks.append(weights[-1] / 2)
+    return tuple(kicks), tuple(weights)
+
+
+class SymplecticEuler(AbstractSplittingIntegrator):
+    """Symplectic (semi-implicit) Euler: p ← p + dt F(q), then q ← q + dt v(p). Order 1.
+
+    One force evaluation per step. Reference: Hairer, Lubich & Wanner,
+    *Geometric Numerical Integration* (2006), §I.1.2.
+
+    **Example:** `sciad.simulate(model, (q0, p0), dt=1e-3, n_steps=10, integrator=sciad.SymplecticEuler())`
+    """
+
+    kicks: ClassVar[tuple[float, ...]] = (1.0, 0.0)
+    drifts: ClassVar[tuple[float, ...]] = (1.0,)
+    method_order: ClassVar[int] = 1
+
+
+class VelocityVerlet(AbstractSplittingIntegrator):
+    """Velocity Verlet / leapfrog (Störmer–Verlet, kick–drift–kick). Order 2.
+
+    Symplectic and time reversible; one force evaluation per step. Reference:
+    Verlet, Phys. Rev. 159, 98 (1967); Hairer, Lubich & Wanner, Acta Numerica 12 (2003).
+
+    **Example:** `sciad.simulate(model, (q0, p0), dt=1e-2, n_steps=10, integrator=sciad.VelocityVerlet())`
+    """
+
+    kicks: ClassVar[tuple[float, ...]] = (0.5, 0.5)
+    drifts: ClassVar[tuple[float, ...]] = (1.0,)
+    method_order: ClassVar[int] = 2
+
+
+Leapfrog = VelocityVerlet
+
+_CBRT2 = 2.0 ** (1.0 / 3.0)
+_FR_W1 = 1.0 / (2.0 - _CBRT2)
+_FR_W0 = -_CBRT2 / (2.0 - _CBRT2)
+
+
+class Yoshida4(AbstractSplittingIntegrator):
+    """The 4th-order Forest–Ruth / Yoshida triple-jump composition of Verlet. Order 4.
+
+    Verlet substeps of sizes (w₁, w₀, w₁)·dt with w₁ = 1/(2 − 2^{1/3}),
+    w₀ = 1 − 2w₁; three force evaluations per step. Symplectic and time
+    reversible. References: Forest & Ruth, Physica D 43, 105 (1990);
+    Yoshida, Phys. Lett. A 150, 262 (1990).
+
+    **Example:** `sciad.simulate(model, (q0, p0), dt=1e-2, n_steps=10, integrator=sciad.Yoshida4())`
+    """
+
+    kicks, drifts = _compose_verlet((_FR_W1, _FR_W0, _FR_W1))
+    method_order: ClassVar[int] = 4
+
+
+# Yoshida (1990), 6th order, solution A.
+_Y6_W = (0.784513610477560, 0.235573213359357, -1.17767998417887)
+_Y6_W0 = 1.0 - 2.0 * sum(_Y6_W)
+
+
+class Yoshida6(AbstractSplittingIntegrator):
+    """Yoshida's 6th-order composition of seven Verlet substeps (solution A). Order 6.
+
+    Substep weights (w₃, w₂, w₁, w₀, w₁, w₂, w₃) with w₁ = −1.17767998417887,
+    w₂ = 0.235573213359357, w₃ = 0.784513610477560, w₀ = 1 − 2(w₁ + w₂ + w₃);
+    seven force evaluations per step. Reference: Yoshida, Phys. Lett. A 150,
+    262 (1990), Table 1.
+
+    **Example:** `sciad.simulate(model, (q0, p0), dt=1e-2, n_steps=10, integrator=sciad.Yoshida6())`
+    """
+
+    kicks, drifts = _compose_verlet(_Y6_W + (_Y6_W0,) + _Y6_W[::-1])
+    method_order: ClassVar[int] = 6
+
+
+class AbstractExplicitRK(AbstractIntegrator):
+    """An explicit Runge–Kutta method given by its Butcher tableau (a, b, c).
+
+    Works on any model (no separability needed). Concrete methods only fill in
+    the tableau class variables.
+    """
+
+    requires_separable: ClassVar[bool] = False
+    tableau_a: ClassVar[tuple[tuple[float, ...], ...]]
+    tableau_b: ClassVar[tuple[float, ...]]
+    tableau_c: ClassVar[tuple[float, ...]]
+    method_order: ClassVar[int]
+
+    def order(self) -> int:
+        """The global order of accuracy."""
+        return self.method_order
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """Explicit RK methods carry no state between steps."""
+        return None
+
+    def step(
+        self,
+        model: AbstractModel,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        y: State,
+        state: Anything,
+    ) -> tuple[State, Anything]:
+        """One explicit Runge–Kutta step."""
+        ks = []
+        for row, c in zip(self.tableau_a, self.tableau_c, strict=True):
+            yi = y
+            for aij, kj in zip(row, ks, strict=True):
+                if aij != 0:
+                    yi = _axpy(yi, aij * dt, kj)
+            ks.append(model.vector_field(t + c * dt, yi))
+        for bi, ki in zip(self.tableau_b, ks, strict=True):
+            if bi != 0:
+                y = _axpy(y, bi * dt, ki)
+        return y, None
+
+
+class RK4(AbstractExplicitRK):
+    """The classic 4th-order Runge–Kutta method. Order 4, four stages.
+
+    For non-separable systems (damping, driving, general ODEs). Reference: Kutta,
+    Z. Math. Phys. 46, 435 (1901); Hairer, Nørsett & Wanner, *Solving ODEs I*, §II.1.
+
+    **Example:** `sciad.simulate(sciad.ode.Pendulum(1.0, 9.81, 0.1), y0, dt=1e-2, n_steps=10, integrator=sciad.RK4())`
+    """
+
+    tableau_a: ClassVar[tuple[tuple[float, ...], ...]] = (
+        (),
+        (0.5,),
+        (0.0, 0.5),
+        (0.0, 0.0, 1.0),
+    )
+    tableau_b: ClassVar[tuple[float, ...]] = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+    tableau_c: ClassVar[tuple[float, ...]] = (0.0, 0.5, 0.5, 1.0)
+    method_order: ClassVar[int] = 4

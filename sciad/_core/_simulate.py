@@ -1,0 +1,360 @@
+"""`simulate`: the single fixed-step entry point for every pillar."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._adjoint import _scan, AbstractAdjoint, CheckpointAdjoint
+from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
+from ._model import AbstractModel, AbstractSeparableModel
+from ._results import RESULTS
+from ._trajectory import SaveAt, Trajectory
+from ._types import Anything, RealScalarLike, State
+from ._validate import (
+    as_time,
+    check_model,
+    check_scalar,
+    check_state,
+    float_dtype,
+    is_concrete,
+    to_float,
+)
+
+_GRID_TOL = 1e-6  # in units of dt: how close a time must be to the step grid
+
+
+def _check_integrator(integrator: Anything, model: AbstractModel) -> AbstractIntegrator:
+    if integrator is None:
+        return VelocityVerlet() if isinstance(model, AbstractSeparableModel) else RK4()
+    if isinstance(integrator, type) and issubclass(integrator, AbstractIntegrator):
+        raise TypeError(
+            f"integrator must be an instance: pass {integrator.__name__}(), "
+            f"not {integrator.__name__}."
+        )
+    if not isinstance(integrator, AbstractIntegrator):
+        raise TypeError(
+            f"unknown integrator {integrator!r}: integrator must be a "
+            "sciad.AbstractIntegrator such as sciad.SymplecticEuler(), "
+            "sciad.VelocityVerlet(), sciad.Yoshida4(), sciad.Yoshida6() or "
+            "sciad.RK4(). For adaptive diffrax solvers use sciad.ode.solve."
+        )
+    if integrator.requires_separable and not isinstance(model, AbstractSeparableModel):
+        raise TypeError(
+            f"integrator {type(integrator).__name__} needs a separable model "
+            "(a sciad.AbstractSeparableModel with `velocity` and `force`), but "
+            f"{type(model).__name__} is not; use integrator=sciad.RK4()."
+        )
+    return integrator
+
+
+def _count_steps(t0: Anything, t1: Anything, n_steps: Anything, dt: Anything) -> int:
+    if (t1 is None) == (n_steps is None):
+        raise ValueError("pass exactly one of t1 and n_steps.")
+    if n_steps is not None:
+        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)):
+            raise TypeError(
+                f"n_steps must be a Python int (it fixes the loop length); got {n_steps!r}."
+            )
+        if n_steps < 0:
+            raise ValueError(f"n_steps must be >= 0, got {n_steps}.")
+        return int(n_steps)
+    if not (is_concrete(t0) and is_concrete(t1) and is_concrete(dt)):
+        raise ValueError(
+            "t1 fixes the number of steps, so t0, t1 and dt must be concrete values, "
+            "not traced; pass n_steps instead to trace t0 or dt."
+        )
+    t0f, t1f, dtf = to_float(t0), to_float(t1), to_float(dt)
+    if t1f < t0f:
+        raise ValueError(f"t1 must be >= t0; got t0={t0f}, t1={t1f}.")
+    n = (t1f - t0f) / dtf
+    k = round(n)
+    if abs(n - k) > _GRID_TOL:
+        raise ValueError(
+            f"(t1 - t0) / dt = {n} is not a whole number of steps; "
+            "choose dt to divide t1 - t0, or pass n_steps."
+        )
+    return k
+
+
+def _save_indices(saveat: SaveAt, t0: Anything, dt: Anything, n: int) -> np.ndarray:
+    """Sorted step indices (0..n) at which to save."""
+    idx = []
+    if saveat.t0:
+        idx.append(0)
+    if saveat.t1:
+        idx.append(n)
+    if saveat.steps is not None:
+        idx.extend(range(saveat.steps, n + 1, saveat.steps))
+    if saveat.ts is not None:
+        if not (is_concrete(saveat.ts) and is_concrete(t0) and is_concrete(dt)):
+            raise ValueError(
+                "SaveAt(ts=...) needs concrete ts, t0 and dt to place the saves on the "
+                "step grid; use SaveAt(steps=k) under tracing."
+            )
+        ts = np.asarray(saveat.ts, dtype=np.float64)
+        if ts.ndim != 1 or ts.size == 0:
+            raise ValueError(f"SaveAt.ts must be a non-empty 1-D array; got shape {ts.shape}.")
+        if np.any(np.diff(ts) <= 0):
+            raise ValueError("SaveAt.ts must be strictly increasing.")
+        t0f, dtf = to_float(t0), to_float(dt)
+        t1f = t0f + n * dtf
+        if ts[0] < t0f - _GRID_TOL * dtf or ts[-1] > t1f + _GRID_TOL * dtf:
+            raise ValueError(
+                f"SaveAt.ts must lie in [t0, t1] = [{t0f}, {t1f}]; got [{ts[0]}, {ts[-1]}]."
+            )
+        k = np.rint((ts - t0f) / dtf)
+        off = np.abs((ts - t0f) / dtf - k)
+        if np.any(off > _GRID_TOL):
+            bad = ts[np.argmax(off)]
+            raise ValueError(
+                f"SaveAt.ts must lie on the step grid t0 + k*dt (dt={dtf}); {bad} "
+                "does not. Use sciad.ode.solve for arbitrary output times."
+            )
+        idx.extend(int(i) for i in k)
+    return np.unique(np.asarray(idx, dtype=np.int64))
+
+
+def simulate(
+    model: AbstractModel,
+    y0: State,
+    *,
+    dt: RealScalarLike,
+    t0: RealScalarLike = 0.0,
+    t1: RealScalarLike | None = None,
+    n_steps: int | None = None,
+    integrator: AbstractIntegrator | None = None,
+    saveat: SaveAt | None = None,
+    adjoint: AbstractAdjoint = CheckpointAdjoint(),
+    max_steps: int | None = None,
+    throw: bool = True,
+    integrator_state: Anything = None,
+) -> Trajectory:
+    """Integrate `model` from `y0` with a fixed-step integrator.
+
+    The loop is a `lax.scan` (nested and checkpointed by `adjoint`), so the run
+    composes with `jit`, `vmap`, `grad`, `jvp`, Hessians and grad of grad, and its
+    reverse-mode memory grows sublinearly with the number of steps by default.
+
+    **Arguments:**
+
+    - `model`: a `sciad.AbstractModel`; its float fields are the parameters.
+    - `y0`: the initial state (a PyTree of float arrays; layout set by the model).
+    - `dt`: the step size (model time units), > 0. May be traced with `n_steps`.
+    - `t0`: the initial time.
+    - `t1`: the final time; `(t1 - t0) / dt` must be a whole number. Or give:
+    - `n_steps`: the number of steps (a Python int).
+    - `integrator`: a `sciad.AbstractIntegrator`. Default: `VelocityVerlet()` for
+      separable models, `RK4()` otherwise.
+    - `saveat`: a `sciad.SaveAt`; default saves the final state.
+    - `adjoint`: `sciad.CheckpointAdjoint()` (default, O(√n) reverse-mode memory)
+      or `sciad.DirectAdjoint()` (store everything; fastest).
+    - `max_steps`: stop after this many steps and report `max_steps_reached`.
+    - `throw`: raise on a non-successful result (at run time, inside jit too).
+      With `False` the code is returned in `Trajectory.result`.
+    - `integrator_state`: resume from a previous `Trajectory.integrator_state`.
+
+    **Returns:** a `sciad.Trajectory`.
+
+    **Example:**
+
+    ```python
+    model = sciad.ode.Pendulum(length=1.0, gravity=9.81, damping=0.1)
+    traj = sciad.simulate(model, jnp.array([1.0, 0.0]), t1=10.0, dt=0.01,
+                          saveat=sciad.SaveAt(ts=jnp.linspace(0, 10, 101)))
+    traj.ys.shape  # (101, 2)
+    ```
+    """
+    check_model(model)
+    integrator = _check_integrator(integrator, model)
+    if not isinstance(adjoint, AbstractAdjoint):
+        raise TypeError(
+            f"adjoint must be a sciad.AbstractAdjoint (sciad.CheckpointAdjoint() or "
+            f"sciad.DirectAdjoint()); got {adjoint!r}. diffrax adjoints belong to "
+            "sciad.ode.solve."
+        )
+    if saveat is None:
+        saveat = SaveAt(t1=True)
+    if not isinstance(saveat, SaveAt):
+        raise TypeError(
+            f"saveat must be a sciad.SaveAt; got {type(saveat).__name__}. "
+            "diffrax.SaveAt belongs to sciad.ode.solve."
+        )
+    y0 = check_state(model, y0)
+    # Step counts and save indices come from the raw arguments: a Python float
+    # stays concrete under tracing, an array made from it inside jit does not.
+    for name, x in (("t0", t0), ("dt", dt), ("t1", t1)):
+        if x is not None:
+            check_scalar(x, name)
+    if is_concrete(dt) and not to_float(dt) > 0:
+        raise ValueError(f"dt must be positive, got {to_float(dt)}.")
+    n = _count_steps(t0, t1, n_steps, dt)
+    if max_steps is not None and (
+        isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1
+    ):
+        raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}.")
+    saves = _save_indices(saveat, t0, dt, n)
+    tdtype = float_dtype(y0)
+    t0 = as_time(t0, tdtype, "t0")
+    dt = as_time(dt, tdtype, "dt")
+    n_run = n if max_steps is None else min(n, int(max_steps))
+    kept = tuple(int(i) for i in saves if i <= n_run)
+    if not is_concrete(dt):
+        dt = eqx.error_if(dt, dt <= 0, "dt must be positive.")
+    traj = _run(
+        model,
+        y0,
+        t0,
+        dt,
+        integrator_state,
+        integrator,
+        adjoint,
+        saveat.fn,
+        n_run,
+        kept,
+        len(saves),
+    )
+    if n_run < n:
+        traj = eqx.tree_at(
+            lambda tr: tr.result,
+            traj,
+            RESULTS.where(
+                traj.result == RESULTS.successful, RESULTS.max_steps_reached, traj.result
+            ),
+        )
+    if throw:
+        traj = traj.result.error_if(traj, traj.result != RESULTS.successful)
+    return traj
+
+
+def _tree_where(pred: Anything, a: Anything, b: Anything) -> Anything:
+    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+
+
+def _all_finite(y: State) -> Anything:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(y)]))
+
+
+# Non-finite states are looked for once per block of this many steps (a reduction
+# every step costs as much as a cheap step), and the exact first bad step is found
+# by replaying the one block after the last finite snapshot.
+CHECK_EVERY = 32
+
+
+@eqx.filter_jit
+def _run(
+    model, y0, t0, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total
+) -> Trajectory:
+    if istate is None:
+        istate = integrator.init(model, t0, y0)
+
+    def step(c):
+        y, s, t, k = c
+        y, s = integrator.step(model, t, dt, y, s)
+        return y, s, t + dt, k
+
+    def count(c, n):
+        return c[:3] + (c[3] + n,)
+
+    def masked_step(cr):
+        c, remaining = cr
+        return _tree_where(remaining > 0, count(step(c), 1), c), remaining - 1
+
+    def checked(stepper, length):
+        """`length` steps, then one finiteness check that updates the snapshot."""
+
+        def run(x):
+            (c, extra), good, bad = x
+            c, extra = _scan(stepper, (c, extra), length)
+            c = count(c, length) if extra is None else c
+            ok = _all_finite(c[0])
+            good = _tree_where(bad | ~ok, good, jax.lax.stop_gradient(c))
+            return (c, extra), good, bad | ~ok
+
+        return run
+
+    def steps(x, length, stepper):
+        nb, rem = divmod(length, CHECK_EVERY)
+        x = loop(checked(stepper, CHECK_EVERY), x, nb)
+        return checked(stepper, rem)(x) if rem else x
+
+    def plain(x, length):
+        (c, _), good, bad = steps(((x[0], None), x[1], x[2]), length, _plain_stepper)
+        return c, good, bad
+
+    def _plain_stepper(cr):
+        return step(cr[0]), None
+
+    def save(x):
+        c = x[0]
+        return c[2], fn(c[2], c[0], model)
+
+    c0 = (y0, istate, t0, jnp.asarray(0, jnp.int32))
+    x = (c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
+    loop = adjoint.loop
+    ts = ys = None
+    if not saves:
+        x = plain(x, n_run)
+        if n_saves_total:  # every save lies past max_steps: all padding
+            shape_t, shape_y = jax.eval_shape(save, x)
+            ts = jnp.full((0,), jnp.inf, shape_t.dtype)
+            ys = jax.tree.map(lambda a: jnp.zeros((0,) + a.shape, a.dtype), shape_y)
+    else:
+        x = plain(x, saves[0])
+        first_t, first_y = save(x)
+        gaps = np.diff(np.asarray(saves, dtype=np.int64))
+        if gaps.size:
+            uniform = bool(np.all(gaps == gaps[0]))
+            width = int(gaps.max())
+
+            def segment(x, g):
+                if uniform:  # exactly `width` steps
+                    x = plain(x, width)
+                else:  # `g` real steps padded to `width` with masked no-ops
+                    (c, _), good, bad = steps(((x[0], g), x[1], x[2]), width, masked_step)
+                    x = (c, good, bad)
+                return x, save(x)
+
+            xs = None if uniform else jnp.asarray(gaps, dtype=jnp.int32)
+            if isinstance(adjoint, CheckpointAdjoint):
+                segment = jax.checkpoint(segment, prevent_cse=False)
+            x, (rest_t, rest_y) = jax.lax.scan(segment, x, xs, length=gaps.size)
+            ts = jnp.concatenate([first_t[None], rest_t])
+            ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first_y, rest_y)
+        else:
+            ts = first_t[None]
+            ys = jax.tree.map(lambda a: a[None], first_y)
+        x = plain(x, n_run - saves[-1])
+    missing = n_saves_total - len(saves)
+    if missing and ts is not None:
+        ts = jnp.concatenate([ts, jnp.full((missing,), jnp.inf, ts.dtype)])
+        ys = jax.tree.map(
+            lambda a: jnp.concatenate([a, jnp.full((missing,) + a.shape[1:], jnp.nan, a.dtype)]),
+            ys,
+        )
+    (y1, istate, t1, k), good, bad = x
+    first_bad = jax.lax.cond(
+        bad,
+        lambda g: _first_bad_step(lambda c: count(step(c), 1), g, min(CHECK_EVERY, n_run)),
+        _none,
+        good,
+    )
+    result = RESULTS.where(bad, RESULTS.nonfinite_state, RESULTS.successful)
+    stats = {"num_steps": k, "first_nonfinite_step": first_bad}
+    return Trajectory(ts, ys, t1, y1, istate, result, stats)
+
+
+def _none(good: Anything) -> Anything:
+    return jnp.asarray(-1, jnp.int32)
+
+
+def _first_bad_step(step: Anything, good: Anything, length: int) -> Anything:
+    """Replay at most one block from the last finite snapshot; the first bad step."""
+
+    def body(cb):
+        c, first = cb
+        c = step(c)
+        first = jnp.where((first < 0) & ~_all_finite(c[0]), c[3], first)
+        return c, first
+
+    return _scan(body, (good, jnp.asarray(-1, jnp.int32)), length)[1]

@@ -1,0 +1,226 @@
+"""`sciad.fit`: fit a model's parameters to data with optimistix."""
+
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array
+import numpy as np
+import optimistix as optx
+
+from .._core._results import RESULTS
+from .._core._types import FloatScalar, IntScalar, PyTree
+from .._core._validate import check_finite, is_concrete
+
+
+class FitResult(eqx.Module):
+    """The outcome of `sciad.fit`.
+
+    **Fields:**
+
+    - `model`: the fitted model (frozen parameters unchanged).
+    - `loss`: the final loss: ½Σr² of the residuals, or the scalar loss.
+    - `num_steps`: optimiser steps taken.
+    - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
+    - `stats`: optimistix's statistics.
+
+    **Example:** `res = sciad.fit(model, loss, data); res.model.length, res.loss`
+    """
+
+    model: PyTree
+    loss: FloatScalar
+    num_steps: IntScalar
+    result: RESULTS
+    stats: dict[str, Any]
+
+
+def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
+    """A boolean PyTree over `model`'s leaves from a selector function, a filter spec, or None."""
+    if spec is None:
+        return jax.tree.map(default, model)
+    if callable(spec) and not isinstance(spec, type(model)):
+        base = jax.tree.map(lambda _: False, model)
+        try:
+            return eqx.tree_at(spec, base, replace_fn=lambda _: True)
+        except Exception as e:
+            raise ValueError(
+                f"{name} must select leaves of the model, e.g. "
+                f"lambda m: (m.length, m.damping); selecting failed: {e}"
+            ) from e
+    if jax.tree.structure(spec) != jax.tree.structure(model):
+        raise ValueError(
+            f"{name} must be a selector function or a PyTree of bools with the model's structure."
+        )
+    return spec
+
+
+def _progress() -> Callable[..., None]:
+    """An optimistix `verbose` hook printing one line per optimiser step."""
+    count = [0]
+
+    def show(loss):
+        count[0] += 1
+        print(f"  fit step {count[0]:4d}   loss {float(loss):.6e}", flush=True)
+
+    def verbose(**kwargs):
+        loss = kwargs.get("loss_last_accepted_step", kwargs.get("loss_this_step"))
+        if loss is not None:
+            jax.debug.callback(show, loss[1], ordered=True)
+
+    return verbose
+
+
+def fit(
+    model: PyTree,
+    loss: Callable[[PyTree, Any], PyTree],
+    data: Any = None,
+    *,
+    solver: optx.AbstractLeastSquaresSolver | optx.AbstractMinimiser | None = None,
+    free: Any = None,
+    positive: Any = None,
+    max_steps: int = 256,
+    throw: bool = True,
+    progress: bool = False,
+    adjoint: optx.AbstractAdjoint = optx.ImplicitAdjoint(),
+) -> FitResult:
+    """Fit the float parameters of `model` to minimise `loss(model, data)`.
+
+    With a least-squares solver (default `optx.LevenbergMarquardt(1e-8, 1e-8)`),
+    `loss` returns residuals (any PyTree of arrays) and ½Σr² is minimised. With a
+    minimiser (e.g. `optx.BFGS`), `loss` returns a scalar (or residuals, reduced
+    to ½Σr²). `jax.grad` of the fitted parameters with respect to `data` (which may
+    also carry hyperparameters) is by implicit differentiation (`adjoint`).
+
+    **Arguments:**
+
+    - `model`: an Equinox module (any sciad model); its inexact-array leaves are
+      the parameters.
+    - `loss`: `loss(model, data) -> residuals or scalar`.
+    - `data`: anything the loss needs: observations, times, hyperparameters.
+    - `solver`: an optimistix least-squares solver or minimiser.
+    - `free`: which parameters to fit: a selector `lambda m: (m.a, m.b)` or a
+      PyTree of bools like `model`. Default: every float array leaf; the rest
+      stay frozen.
+    - `positive`: parameters that must stay positive, as a selector; they are
+      fitted as log p, so p = exp(θ) > 0 always. Their initial values must be > 0.
+    - `max_steps`: the optimiser's step limit.
+    - `throw`: raise if the optimiser fails; otherwise see `FitResult.result`.
+    - `progress`: print one line per optimiser step (sets the solver's `verbose`).
+    - `adjoint`: how to differentiate the fit (default implicit differentiation).
+
+    **Returns:** a [`sciad.FitResult`][sciad.FitResult].
+
+    **Example:**
+
+    ```python
+    def residuals(model, data):
+        ts, observed = data
+        traj = sciad.simulate(model, y0, n_steps=1000, dt=0.01, saveat=sciad.SaveAt(steps=10))
+        return traj.ys[:, 0] - observed
+
+    res = sciad.fit(sciad.ode.Pendulum(length=0.8, damping=0.05), residuals, (ts, obs),
+                    free=lambda m: (m.length, m.damping),
+                    positive=lambda m: (m.length, m.damping))
+    ```
+    """
+    if not isinstance(model, eqx.Module):
+        raise TypeError(f"model must be an Equinox module; got {type(model).__name__}.")
+    if not callable(loss):
+        raise TypeError(f"loss must be callable as loss(model, data); got {loss!r}.")
+    check_finite(model, "model")
+    free_mask = _mask(model, free, "free", eqx.is_inexact_array)
+    pos_mask = _mask(model, positive, "positive", lambda _: False)
+    leaves = jax.tree_util.tree_flatten_with_path(model)[0]
+    free_leaves = jax.tree.leaves(free_mask)
+    pos_leaves = jax.tree.leaves(pos_mask)
+    if not any(
+        f and eqx.is_inexact_array(x) for (_, x), f in zip(leaves, free_leaves, strict=True)
+    ):
+        raise ValueError(
+            "model has no free float parameters to fit: every parameter must be a "
+            "floating-point JAX array (not an int, a Python float, or frozen by `free`)."
+        )
+    for (path, x), f, pos in zip(leaves, free_leaves, pos_leaves, strict=True):
+        where = "model" + jax.tree_util.keystr(path)
+        if f and not eqx.is_inexact_array(x):
+            raise ValueError(f"{where} is selected as free but is not a float array.")
+        if pos and not f:
+            raise ValueError(f"{where} is marked positive but is not free.")
+        if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
+            raise ValueError(f"{where} is marked positive, so it must start > 0; got {x}.")
+    if max_steps is None or not isinstance(max_steps, int) or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}.")
+
+    if solver is None:
+        solver = optx.LevenbergMarquardt(rtol=1e-8, atol=1e-8)
+    least_squares = isinstance(solver, optx.AbstractLeastSquaresSolver)
+    if not (least_squares or isinstance(solver, optx.AbstractMinimiser)):
+        raise TypeError(
+            "solver must be an optimistix least-squares solver (e.g. "
+            "optx.LevenbergMarquardt) or minimiser (e.g. optx.BFGS); "
+            f"got {solver!r}."
+        )
+    if progress:
+        if not hasattr(solver, "verbose"):
+            raise ValueError(f"{type(solver).__name__} has no `verbose` hook for progress.")
+        solver = eqx.tree_at(lambda s: s.verbose, solver, _progress())
+
+    params, static = eqx.partition(model, free_mask)
+    is_pos = eqx.filter(pos_mask, free_mask)  # None where frozen, like `params`
+
+    def to_theta(p):
+        return jax.tree.map(lambda x, s: jnp.log(x) if s else x, p, is_pos)
+
+    def to_model(theta):
+        p = jax.tree.map(lambda x, s: jnp.exp(x) if s else x, theta, is_pos)
+        return eqx.combine(p, static)
+
+    def residuals(theta, args):
+        return loss(to_model(theta), args)
+
+    def scalar(theta, args):
+        r = residuals(theta, args)
+        return _half_sum_squares(r)
+
+    out = jax.eval_shape(residuals, to_theta(params), data)
+    out_leaves = jax.tree.leaves(out)
+    if least_squares and len(out_leaves) == 1 and out_leaves[0].shape == ():
+        raise ValueError(
+            "loss returned a scalar, but least-squares solvers need the residuals: "
+            "return the vector of residuals, or pass a minimiser such as "
+            "optx.BFGS(rtol=1e-8, atol=1e-8)."
+        )
+    if least_squares:
+        sol = optx.least_squares(
+            residuals,
+            solver,  # pyright: ignore[reportArgumentType]
+            to_theta(params),
+            args=data,
+            max_steps=max_steps,
+            throw=throw,
+            adjoint=adjoint,
+        )
+    else:
+        sol = optx.minimise(
+            scalar,
+            solver,  # pyright: ignore[reportArgumentType]
+            to_theta(params),
+            args=data,
+            max_steps=max_steps,
+            throw=throw,
+            adjoint=adjoint,
+        )
+    result = RESULTS.where(
+        sol.result == optx.RESULTS.successful, RESULTS.successful, RESULTS.optimisation_failed
+    )
+    final = scalar(sol.value, data)
+    return FitResult(to_model(sol.value), final, sol.stats["num_steps"], result, sol.stats)
+
+
+def _half_sum_squares(r: PyTree) -> Array:
+    leaves = jax.tree.leaves(r)
+    if len(leaves) == 1 and leaves[0].shape == ():
+        return leaves[0]
+    return 0.5 * jnp.sum(jnp.stack([jnp.sum(x**2) for x in leaves]))

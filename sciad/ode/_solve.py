@@ -1,0 +1,214 @@
+"""Adaptive ODE solving on diffrax, with sciad's models, checks and `Trajectory`."""
+
+from typing import Any
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._core._model import AbstractModel
+from .._core._results import RESULTS
+from .._core._trajectory import Trajectory
+from .._core._types import RealScalarLike, State
+from .._core._validate import as_time, check_model, check_state, float_dtype, is_concrete
+
+_HIGHER_ORDER_HELP = (
+    "sciad.ode.solve's default adjoint, diffrax.RecursiveCheckpointAdjoint, supports "
+    "first-order reverse mode (jax.grad) only. For forward mode (jax.jvp, "
+    "jax.jacfwd) pass adjoint=diffrax.ForwardMode(); for Hessians, "
+    "Hessian-vector products or grad of grad pass adjoint=diffrax.DirectAdjoint(). "
+    "Or use sciad.simulate, whose adjoints support every order."
+)
+
+_TRANSLATE = (
+    (diffrax.RESULTS.max_steps_reached, RESULTS.max_steps_reached),
+    (diffrax.RESULTS.dt_min_reached, RESULTS.step_size_too_small),
+    (diffrax.RESULTS.event_occurred, RESULTS.event_occurred),
+)
+
+
+def _translate(result: Any) -> RESULTS:
+    """diffrax's result code as a sciad `RESULTS` code."""
+    out = RESULTS.where(
+        result == diffrax.RESULTS.successful, RESULTS.successful, RESULTS.solver_failed
+    )
+    for theirs, ours in _TRANSLATE:
+        out = RESULTS.where(result == theirs, ours, out)
+    return out
+
+
+def _output_times(ts: Any, t0: Any, t1: Any, dtype: Any) -> tuple[Any, Any, Any]:
+    if ts is None:
+        if t0 is None or t1 is None:
+            raise ValueError("pass ts, or t0 and t1 together with a diffrax saveat.")
+        return None, as_time(t0, dtype, "t0"), as_time(t1, dtype, "t1")
+    if jnp.ndim(ts) != 1 or jnp.shape(ts)[0] == 0:
+        raise ValueError(f"ts must be a non-empty 1-D array; got shape {jnp.shape(ts)}.")
+    if not jnp.issubdtype(jnp.result_type(ts), jnp.floating):
+        ts = jnp.asarray(ts, dtype=dtype)
+    ts = jnp.asarray(ts)
+    t0 = as_time(ts[0] if t0 is None else t0, dtype, "t0")
+    t1 = as_time(ts[-1] if t1 is None else t1, dtype, "t1")
+    if is_concrete(ts) and is_concrete(t0) and is_concrete(t1):
+        tsn = np.asarray(ts)
+        if not np.all(np.isfinite(tsn)):
+            raise ValueError("ts contains NaN or inf.")
+        if tsn.size > 1 and np.any(np.diff(tsn) <= 0):
+            raise ValueError("ts must be strictly increasing.")
+        if float(t1) <= float(t0) and tsn.size > 1:
+            raise ValueError(f"t1 must be > t0; got t0={float(t0)}, t1={float(t1)}.")
+        if tsn[0] < float(t0) or tsn[-1] > float(t1):
+            raise ValueError(
+                f"ts must lie in [t0, t1] = [{float(t0)}, {float(t1)}]; got [{tsn[0]}, {tsn[-1]}]."
+            )
+    return ts, t0, t1
+
+
+def solve(
+    model: AbstractModel,
+    y0: State,
+    ts: Any = None,
+    *,
+    t0: RealScalarLike | None = None,
+    t1: RealScalarLike | None = None,
+    dt0: RealScalarLike | None = None,
+    solver: diffrax.AbstractSolver | None = None,
+    stepsize_controller: diffrax.AbstractStepSizeController | None = None,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    saveat: diffrax.SaveAt | None = None,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    event: diffrax.Event | None = None,
+    stiff: bool | None = None,
+    max_steps: int | None = 4096,
+    throw: bool = True,
+) -> Trajectory:
+    """Solve `model` adaptively with diffrax and return a `sciad.Trajectory`.
+
+    Defaults: `diffrax.Tsit5()` with a PID controller at (`rtol`, `atol`), or
+    `diffrax.Kvaerno5()` when the model is stiff (`model.stiff`, or `stiff=True`).
+    diffrax solvers, step-size controllers, `SaveAt`, events and adjoints pass
+    straight through.
+
+    **Arguments:**
+
+    - `model`: a `sciad.AbstractModel`.
+    - `y0`: the initial state.
+    - `ts`: output times, shape `(n,)`, strictly increasing; t0 = ts[0], t1 = ts[-1]
+      unless given.
+    - `t0`, `t1`: the integration interval (default from `ts`).
+    - `dt0`: initial step; default chosen automatically.
+    - `solver`, `stepsize_controller`, `saveat`, `event`: diffrax objects.
+    - `rtol`, `atol`: tolerances of the default PID controller.
+    - `adjoint`: a diffrax adjoint. The default `RecursiveCheckpointAdjoint` gives
+      `jax.grad` only; use `diffrax.ForwardMode()` for `jvp`/`jacfwd` and
+      `diffrax.DirectAdjoint()` for Hessians and grad of grad. Asking for those
+      through the default raises an error that says so.
+    - `stiff`: override `model.stiff` when choosing the default solver.
+    - `max_steps`: the most steps diffrax may take.
+    - `throw`: raise on failure; otherwise see `Trajectory.result`.
+
+    **Returns:** a `sciad.Trajectory` with `ts`, `ys` (per `saveat`; by default the
+    state at `ts`), the final time and state `t1`, `y1`, `result` and diffrax's `stats`.
+
+    **Example:**
+
+    ```python
+    model = sciad.ode.LotkaVolterra()
+    traj = sciad.ode.solve(model, jnp.array([10.0, 1.0]), jnp.linspace(0.0, 10.0, 101))
+    traj.ys.shape  # (101, 2)
+    ```
+    """
+    check_model(model)
+    y0 = check_state(model, y0)
+    dtype = float_dtype(y0)
+    ts, t0, t1 = _output_times(ts, t0, t1, dtype)
+    if saveat is None:
+        saveat = diffrax.SaveAt(ts=ts)
+    elif not isinstance(saveat, diffrax.SaveAt):
+        raise TypeError(
+            f"saveat must be a diffrax.SaveAt for sciad.ode.solve; got {type(saveat).__name__}."
+        )
+    if stiff is None:
+        stiff = model.stiff
+    if solver is None:
+        solver = diffrax.Kvaerno5() if stiff else diffrax.Tsit5()
+    elif not isinstance(solver, diffrax.AbstractSolver):
+        raise TypeError(f"solver must be a diffrax.AbstractSolver; got {solver!r}.")
+    if stepsize_controller is None:
+        stepsize_controller = diffrax.PIDController(rtol=rtol, atol=atol)
+    default_adjoint = adjoint is None
+    if default_adjoint:
+        adjoint = diffrax.RecursiveCheckpointAdjoint()
+    elif not isinstance(adjoint, diffrax.AbstractAdjoint):
+        raise TypeError(
+            f"adjoint must be a diffrax.AbstractAdjoint for sciad.ode.solve; got {adjoint!r}."
+        )
+    subs = diffrax.SaveAt(subs=[saveat.subs, diffrax.SubSaveAt(t1=True)])
+    kwargs: dict[str, Any] = dict(
+        solver=solver,
+        stepsize_controller=stepsize_controller,
+        saveat=subs,
+        adjoint=adjoint,
+        event=event,
+        max_steps=max_steps,
+        throw=throw,
+    )
+    dynamic, static = eqx.partition((model, y0, t0, t1, dt0), eqx.is_array)
+
+    def call(dyn):
+        m, y, a, b, h = eqx.combine(dyn, static)
+        return diffrax.diffeqsolve(
+            diffrax.ODETerm(_field), t0=a, t1=b, dt0=h, y0=y, args=m, **kwargs
+        )
+
+    if not default_adjoint:
+        sol = call(dynamic)
+    else:
+        try:
+            sol = _first_order_only(call, dynamic)
+        except TypeError as e:
+            if "custom_vjp" not in str(e):
+                raise
+            raise TypeError(_HIGHER_ORDER_HELP) from e
+    (ts_out, t_final), (ys_out, y_final) = sol.ts, sol.ys  # pyright: ignore
+    t_final = t_final[-1]
+    y_final = jax.tree.map(lambda a: a[-1], y_final)
+    return Trajectory(
+        ts_out, ys_out, t_final, y_final, None, _translate(sol.result), dict(sol.stats)
+    )
+
+
+def _field(t: Any, y: Any, model: AbstractModel) -> Any:
+    return model.vector_field(t, y)
+
+
+def _first_order_only(call: Any, dynamic: Any) -> Any:
+    """Run `call(dynamic)` so that only first-order reverse mode is defined.
+
+    Wrapping diffrax's reverse-only adjoint in a custom VJP makes every
+    unsupported transform (jvp, jacfwd, grad of grad) fail at the call itself,
+    where `solve` can explain it, rather than deep inside a later transpose.
+    """
+    out_struct = {}
+
+    @jax.custom_vjp
+    def run(dyn):
+        return _dyn(call(dyn))
+
+    def _dyn(sol):
+        d, s = eqx.partition(sol, eqx.is_array)
+        out_struct["static"] = s
+        return d
+
+    def fwd(dyn):
+        out, vjp = jax.vjp(lambda d: _dyn(call(d)), dyn)
+        return out, vjp
+
+    def bwd(vjp, ct):
+        return vjp(ct)
+
+    run.defvjp(fwd, bwd)
+    return eqx.combine(run(dynamic), out_struct["static"])
