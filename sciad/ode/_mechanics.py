@@ -202,13 +202,13 @@ class NBody(AbstractSeparableModel):
 
     def check_state(self, y: State) -> None:
         """q and p have shape (n, d) with n = len(masses)."""
-        super().check_state(y)
         n = self.masses.shape[0]
-        if np.ndim(y[0]) != 2 or np.shape(y[0])[0] != n:
+        if isinstance(y, tuple) and len(y) == 2 and (np.ndim(y[0]) != 2 or np.shape(y[0])[0] != n):
             raise ValueError(
                 f"y0[0] (q) must have shape (n, d) with n = len(masses) = {n}; "
                 f"got shape {np.shape(y[0])}."
             )
+        super().check_state(y)
 
 
 class Kepler(AbstractSeparableModel):

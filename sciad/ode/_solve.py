@@ -188,27 +188,43 @@ def _field(t: Any, y: Any, model: AbstractModel) -> Any:
 def _first_order_only(call: Any, dynamic: Any) -> Any:
     """Run `call(dynamic)` so that only first-order reverse mode is defined.
 
-    Wrapping diffrax's reverse-only adjoint in a custom VJP makes every
-    unsupported transform (jvp, jacfwd, grad of grad) fail at the call itself,
-    where `solve` can explain it, rather than deep inside a later transpose.
+    Wrapping diffrax's reverse-only adjoint in a custom VJP makes forward mode
+    fail at the call itself (where `solve` can explain it), and the VJP is itself
+    wrapped so that differentiating it again (grad of grad) raises the same
+    explanation rather than a while-loop transpose error deep inside JAX.
     """
     out_struct = {}
-
-    @jax.custom_vjp
-    def run(dyn):
-        return _dyn(call(dyn))
 
     def _dyn(sol):
         d, s = eqx.partition(sol, eqx.is_array)
         out_struct["static"] = s
         return d
 
+    @jax.custom_vjp
+    def run(dyn):
+        return _dyn(call(dyn))
+
     def fwd(dyn):
-        out, vjp = jax.vjp(lambda d: _dyn(call(d)), dyn)
-        return out, vjp
+        return jax.vjp(lambda d: _dyn(call(d)), dyn)
 
     def bwd(vjp, ct):
-        return vjp(ct)
+        return _vjp_once(vjp, ct)
 
     run.defvjp(fwd, bwd)
     return eqx.combine(run(dynamic), out_struct["static"])
+
+
+@jax.custom_vjp
+def _vjp_once(vjp: Any, ct: Any) -> Any:
+    return vjp(ct)
+
+
+def _vjp_once_fwd(vjp: Any, ct: Any) -> Any:
+    return vjp(ct), None
+
+
+def _vjp_once_bwd(_: Any, __: Any) -> Any:
+    raise TypeError(_HIGHER_ORDER_HELP)
+
+
+_vjp_once.defvjp(_vjp_once_fwd, _vjp_once_bwd)

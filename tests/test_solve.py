@@ -1,0 +1,116 @@
+"""sciad.ode.solve: diffrax pass-through, adjoints for every derivative order, results."""
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+import pytest
+
+import sciad
+
+from .helpers import central_fd, fd_directional
+
+TS = jnp.linspace(0.0, 2.0, 5)
+Y0 = jnp.array([10.0, 1.0])
+
+
+def final_prey(params, adjoint=None):
+    model = sciad.ode.LotkaVolterra(alpha=params[0], beta=params[1], gamma=3.0, delta=1.0)
+    traj = sciad.ode.solve(model, Y0, TS, rtol=1e-10, atol=1e-10, adjoint=adjoint)
+    return traj.ys[-1, 0]
+
+
+P = jnp.array([1.5, 1.0])
+
+
+def test_grad_default_adjoint_matches_fd():
+    g = jax.grad(final_prey)(P)
+    assert np.allclose(g, central_fd(final_prey, P, eps=1e-6), rtol=1e-5)
+
+
+def test_forward_mode_adjoint_jvp_matches_fd():
+    v = jnp.array([1.0, -0.5])
+    tangent = jax.jvp(lambda p: final_prey(p, diffrax.ForwardMode()), (P,), (v,))[1]
+    assert np.isclose(tangent, fd_directional(final_prey, P, v), rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_direct_adjoint_hessian_matches_fd():
+    f = lambda p: final_prey(p, diffrax.DirectAdjoint())
+    hess = jax.hessian(f)(P)
+    fd = np.stack([central_fd(lambda p: jax.grad(final_prey)(p)[i], P, eps=1e-5) for i in range(2)])
+    assert np.allclose(hess, hess.T, rtol=1e-8)
+    assert np.allclose(hess, fd, rtol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda f: jax.jvp(f, (P,), (P,)),
+        lambda f: jax.jacfwd(f)(P),
+        lambda f: jax.hessian(f)(P),
+        lambda f: jax.grad(lambda p: jax.grad(f)(p)[0])(P),
+    ],
+    ids=["jvp", "jacfwd", "hessian", "grad_of_grad"],
+)
+def test_default_adjoint_explains_higher_order(transform):
+    with pytest.raises(TypeError, match="DirectAdjoint"):
+        transform(final_prey)
+
+
+def test_solver_and_controller_pass_through():
+    model = sciad.ode.ExponentialDecay(rate=1.0)
+    traj = sciad.ode.solve(
+        model, jnp.array(1.0), jnp.array([0.0, 1.0]), solver=diffrax.Heun(),
+        stepsize_controller=diffrax.ConstantStepSize(), dt0=0.25,
+    )
+    # Heun with four constant steps: (1 − h + h²/2)^4 exactly.
+    assert np.isclose(traj.ys[-1], (1 - 0.25 + 0.25**2 / 2) ** 4, rtol=1e-14)
+    assert int(traj.stats["num_steps"]) == 4
+
+
+def test_event_terminates_and_is_reported():
+    model = sciad.ode.LotkaVolterra()
+    cond = lambda t, y, args, **kw: y[0] - 1.0  # prey falls to 1
+    traj = sciad.ode.solve(model, Y0, None, t0=0.0, t1=10.0, event=diffrax.Event(cond, optx.Newton(rtol=1e-10, atol=1e-10)),
+                           saveat=diffrax.SaveAt(t1=True), rtol=1e-10, atol=1e-10)
+    assert traj.result == sciad.RESULTS.event_occurred
+    assert np.isclose(traj.y1[0], 1.0, atol=1e-8)
+    assert 0.0 < float(traj.t1) < 10.0
+
+
+def test_user_saveat_with_fn_and_final_state():
+    lv = sciad.ode.LotkaVolterra()
+    saveat = diffrax.SaveAt(ts=TS, fn=lambda t, y, args: args.invariant(y))
+    traj = sciad.ode.solve(lv, Y0, TS, saveat=saveat, rtol=1e-10, atol=1e-10)
+    assert traj.ys.shape == (5,) and np.allclose(traj.ys, lv.invariant(Y0), rtol=1e-8)
+    assert traj.y1.shape == (2,)
+
+
+def test_max_steps_code_and_throw():
+    model = sciad.ode.LotkaVolterra()
+    traj = sciad.ode.solve(model, Y0, TS, max_steps=3, throw=False)
+    assert traj.result == sciad.RESULTS.max_steps_reached
+    with pytest.raises(Exception, match="max_steps"):
+        sciad.ode.solve(model, Y0, TS, max_steps=3)
+
+
+def test_vmap_over_initial_conditions_and_jit():
+    model = sciad.ode.LotkaVolterra()
+    y0s = jnp.stack([jnp.linspace(5.0, 10.0, 6), jnp.ones(6)], axis=1)
+    batched = jax.jit(jax.vmap(lambda y: sciad.ode.solve(model, y, TS).ys))(y0s)
+    looped = jnp.stack([sciad.ode.solve(model, y, TS).ys for y in y0s])
+    assert batched.shape == (6, 5, 2) and np.allclose(batched, looped, rtol=1e-10)
+
+
+def test_vmap_results_per_element():
+    model = sciad.ode.ExponentialDecay(rate=1.0)
+    out = jax.vmap(
+        lambda t1: sciad.ode.solve(model, jnp.array(1.0), None, t0=0.0, t1=t1, dt0=0.1,
+                                   saveat=diffrax.SaveAt(t1=True), max_steps=20,
+                                   stepsize_controller=diffrax.ConstantStepSize(), throw=False)
+    )(jnp.array([1.0, 5.0]))
+    codes = np.asarray(out.result._value)
+    assert codes[0] == sciad.RESULTS.successful._value
+    assert codes[1] == sciad.RESULTS.max_steps_reached._value
