@@ -4,13 +4,14 @@ Run as `python -m tests.bad_inputs` (no jaxtyping hook, like a user's session); 
 "N passed, M failed" and exits non-zero on any failure. `tests/test_errors.py` runs it.
 """
 
+import re
+import sys
+
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optimistix as optx
-import re
-import sys
 
 import sciad
 
@@ -38,64 +39,150 @@ SIMULATE_CASES = [
     ("dt vector", lambda: sim(dt=jnp.ones(2)), ValueError, "dt must be a real scalar"),
     ("t1 < t0", lambda: sim(n_steps=None, t0=1.0, t1=0.5), ValueError, "t1 must be >= t0"),
     ("t1 and n_steps", lambda: sim(t1=1.0), ValueError, "exactly one of t1 and n_steps"),
-    ("neither t1 nor n_steps", lambda: sim(n_steps=None), ValueError, "exactly one of t1 and n_steps"),
+    (
+        "neither t1 nor n_steps",
+        lambda: sim(n_steps=None),
+        ValueError,
+        "exactly one of t1 and n_steps",
+    ),
     ("n_steps negative", lambda: sim(n_steps=-1), ValueError, "n_steps must be >= 0"),
     ("n_steps float", lambda: sim(n_steps=10.0), TypeError, "n_steps must be a Python int"),
     ("t1 off grid", lambda: sim(n_steps=None, t1=0.015), ValueError, "whole number of steps"),
-    ("NaN parameter", lambda: sim(sciad.ode.Pendulum(length=float("nan"))), ValueError,
-     r"model\.length contains NaN"),
-    ("saveat outside", lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.0, 0.5]))), ValueError,
-     r"SaveAt.ts must lie in \[t0, t1\]"),
-    ("saveat off grid", lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.0, 0.055]))), ValueError,
-     "step grid"),
-    ("saveat unsorted", lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.05, 0.01]))), ValueError,
-     "strictly increasing"),
+    (
+        "NaN parameter",
+        lambda: sim(sciad.ode.Pendulum(length=float("nan"))),
+        ValueError,
+        r"model\.length contains NaN",
+    ),
+    (
+        "saveat outside",
+        lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.0, 0.5]))),
+        ValueError,
+        r"SaveAt.ts must lie in \[t0, t1\]",
+    ),
+    (
+        "saveat off grid",
+        lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.0, 0.055]))),
+        ValueError,
+        "step grid",
+    ),
+    (
+        "saveat unsorted",
+        lambda: sim(saveat=sciad.SaveAt(ts=jnp.array([0.05, 0.01]))),
+        ValueError,
+        "strictly increasing",
+    ),
     ("saveat steps", lambda: sciad.SaveAt(steps=0), ValueError, r"SaveAt\(steps=...\)"),
     ("saveat fn", lambda: sciad.SaveAt(fn=3), TypeError, r"SaveAt\(fn=...\) must be callable"),
-    ("diffrax saveat", lambda: sim(saveat=diffrax.SaveAt(t1=True)), TypeError,
-     "saveat must be a sciad.SaveAt"),
+    (
+        "diffrax saveat",
+        lambda: sim(saveat=diffrax.SaveAt(t1=True)),
+        TypeError,
+        "saveat must be a sciad.SaveAt",
+    ),
     ("unknown integrator", lambda: sim(integrator="rk45"), TypeError, "unknown integrator 'rk45'"),
-    ("diffrax solver as integrator", lambda: sim(integrator=diffrax.Tsit5()), TypeError,
-     "unknown integrator"),
+    (
+        "diffrax solver as integrator",
+        lambda: sim(integrator=diffrax.Tsit5()),
+        TypeError,
+        "unknown integrator",
+    ),
     ("integrator class", lambda: sim(integrator=sciad.RK4), TypeError, r"pass RK4\(\)"),
-    ("splitting on non-separable", lambda: sim(integrator=sciad.VelocityVerlet()), TypeError,
-     "needs a separable model"),
-    ("model not a model", lambda: sciad.simulate(lambda t, y: -y, Y0, **OK), TypeError,
-     "model must be a sciad.AbstractModel"),
-    ("model class", lambda: sciad.simulate(sciad.ode.Pendulum, Y0, **OK), TypeError,
-     "model must be an instance"),
-    ("diffrax adjoint", lambda: sim(adjoint=diffrax.DirectAdjoint()), TypeError,
-     "adjoint must be a sciad.AbstractAdjoint"),
+    (
+        "splitting on non-separable",
+        lambda: sim(integrator=sciad.VelocityVerlet()),
+        TypeError,
+        "needs a separable model",
+    ),
+    (
+        "model not a model",
+        lambda: sciad.simulate(lambda t, y: -y, Y0, **OK),
+        TypeError,
+        "model must be a sciad.AbstractModel",
+    ),
+    (
+        "model class",
+        lambda: sciad.simulate(sciad.ode.Pendulum, Y0, **OK),
+        TypeError,
+        "model must be an instance",
+    ),
+    (
+        "diffrax adjoint",
+        lambda: sim(adjoint=diffrax.DirectAdjoint()),
+        TypeError,
+        "adjoint must be a sciad.AbstractAdjoint",
+    ),
     ("max_steps zero", lambda: sim(max_steps=0), ValueError, "max_steps must be a positive int"),
-    ("checkpoint levels", lambda: sciad.CheckpointAdjoint(levels=0), ValueError,
-     r"CheckpointAdjoint\(levels=...\)"),
-    ("traced t1", lambda: jax.jit(lambda t1: sim(n_steps=None, t1=t1).y1)(1.0), ValueError,
-     "t1 fixes the number of steps"),
-    ("nbody masses", lambda: sciad.ode.NBody(masses=jnp.ones((2, 2))), ValueError,
-     r"masses must have shape \(n,\)"),
-    ("nbody q shape", lambda: sim(sciad.ode.NBody(masses=jnp.ones(3)),
-                                  (jnp.zeros((2, 3)), jnp.zeros((2, 3)))), ValueError,
-     r"y0\[0\] \(q\) must have shape \(n, d\)"),
+    (
+        "checkpoint levels",
+        lambda: sciad.CheckpointAdjoint(levels=0),
+        ValueError,
+        r"CheckpointAdjoint\(levels=...\)",
+    ),
+    (
+        "traced t1",
+        lambda: jax.jit(lambda t1: sim(n_steps=None, t1=t1).y1)(1.0),
+        ValueError,
+        "t1 fixes the number of steps",
+    ),
+    (
+        "nbody masses",
+        lambda: sciad.ode.NBody(masses=jnp.ones((2, 2))),
+        ValueError,
+        r"masses must have shape \(n,\)",
+    ),
+    (
+        "nbody q shape",
+        lambda: sim(sciad.ode.NBody(masses=jnp.ones(3)), (jnp.zeros((2, 3)), jnp.zeros((2, 3)))),
+        ValueError,
+        r"y0\[0\] \(q\) must have shape \(n, d\)",
+    ),
 ]
 
 SOLVE_CASES = [
-    ("ts unsorted", lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 2.0, 1.0])), ValueError,
-     "ts must be strictly increasing"),
-    ("ts outside", lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 2.0]), t1=1.0), ValueError,
-     r"ts must lie in \[t0, t1\]"),
-    ("ts 2-D", lambda: sciad.ode.solve(PEND, Y0, jnp.zeros((2, 2))), ValueError,
-     "ts must be a non-empty 1-D array"),
+    (
+        "ts unsorted",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 2.0, 1.0])),
+        ValueError,
+        "ts must be strictly increasing",
+    ),
+    (
+        "ts outside",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 2.0]), t1=1.0),
+        ValueError,
+        r"ts must lie in \[t0, t1\]",
+    ),
+    (
+        "ts 2-D",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.zeros((2, 2))),
+        ValueError,
+        "ts must be a non-empty 1-D array",
+    ),
     ("no ts, no t1", lambda: sciad.ode.solve(PEND, Y0), ValueError, "pass ts, or t0 and t1"),
-    ("solver type", lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]), solver=sciad.RK4()),
-     TypeError, "solver must be a diffrax.AbstractSolver"),
-    ("sciad adjoint to solve", lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]),
-                                                      adjoint=sciad.DirectAdjoint()),
-     TypeError, "adjoint must be a diffrax.AbstractAdjoint"),
-    ("sciad saveat to solve", lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]),
-                                                     saveat=sciad.SaveAt(t1=True)),
-     TypeError, "saveat must be a diffrax.SaveAt"),
-    ("solve y0 shape", lambda: sciad.ode.solve(sciad.ode.Lorenz(), Y0, jnp.array([0.0, 1.0])),
-     ValueError, r"y0 must have shape \(3,\)"),
+    (
+        "solver type",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]), solver=sciad.RK4()),
+        TypeError,
+        "solver must be a diffrax.AbstractSolver",
+    ),
+    (
+        "sciad adjoint to solve",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]), adjoint=sciad.DirectAdjoint()),
+        TypeError,
+        "adjoint must be a diffrax.AbstractAdjoint",
+    ),
+    (
+        "sciad saveat to solve",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]), saveat=sciad.SaveAt(t1=True)),
+        TypeError,
+        "saveat must be a diffrax.SaveAt",
+    ),
+    (
+        "solve y0 shape",
+        lambda: sciad.ode.solve(sciad.ode.Lorenz(), Y0, jnp.array([0.0, 1.0])),
+        ValueError,
+        r"y0 must have shape \(3,\)",
+    ),
 ]
 
 
@@ -105,37 +192,82 @@ class Frozen(eqx.Module):
 
 
 FIT_CASES = [
-    ("no float parameters", lambda: sciad.fit(Frozen(3, "x"), lambda m, d: jnp.zeros(2)),
-     ValueError, "no free float parameters"),
-    ("Python float parameter only", lambda: sciad.fit(Frozen(3, "x"), lambda m, d: jnp.zeros(2),
-                                                      free=lambda m: m.n),
-     ValueError, "no free float parameters"),
-    ("positive must start > 0", lambda: sciad.fit(sciad.ode.Pendulum(damping=0.0),
-                                                   lambda m, d: jnp.zeros(2),
-                                                   positive=lambda m: m.damping),
-     ValueError, r"model\.damping is marked positive, so it must start > 0"),
-    ("positive but frozen", lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2),
-                                               free=lambda m: m.length,
-                                               positive=lambda m: m.damping),
-     ValueError, r"model\.damping is marked positive but is not free"),
-    ("scalar loss for least squares", lambda: sciad.fit(PEND, lambda m, d: jnp.sum(m.length**2)),
-     ValueError, "least-squares solvers need the residuals"),
-    ("solver type", lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), solver=diffrax.Tsit5()),
-     TypeError, "solver must be an optimistix"),
-    ("free selector", lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), free=lambda m: m.nope),
-     ValueError, "free must select leaves of the model"),
+    (
+        "no float parameters",
+        lambda: sciad.fit(Frozen(3, "x"), lambda m, d: jnp.zeros(2)),
+        ValueError,
+        "no free float parameters",
+    ),
+    (
+        "Python float parameter only",
+        lambda: sciad.fit(Frozen(3, "x"), lambda m, d: jnp.zeros(2), free=lambda m: m.n),
+        ValueError,
+        "no free float parameters",
+    ),
+    (
+        "positive must start > 0",
+        lambda: sciad.fit(
+            sciad.ode.Pendulum(damping=0.0), lambda m, d: jnp.zeros(2), positive=lambda m: m.damping
+        ),
+        ValueError,
+        r"model\.damping is marked positive, so it must start > 0",
+    ),
+    (
+        "positive but frozen",
+        lambda: sciad.fit(
+            PEND, lambda m, d: jnp.zeros(2), free=lambda m: m.length, positive=lambda m: m.damping
+        ),
+        ValueError,
+        r"model\.damping is marked positive but is not free",
+    ),
+    (
+        "scalar loss for least squares",
+        lambda: sciad.fit(PEND, lambda m, d: jnp.sum(m.length**2)),
+        ValueError,
+        "least-squares solvers need the residuals",
+    ),
+    (
+        "solver type",
+        lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), solver=diffrax.Tsit5()),
+        TypeError,
+        "solver must be an optimistix",
+    ),
+    (
+        "free selector",
+        lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), free=lambda m: m.nope),
+        ValueError,
+        "free must select leaves of the model",
+    ),
     ("loss not callable", lambda: sciad.fit(PEND, 3.0), TypeError, "loss must be callable"),
-    ("model not a module", lambda: sciad.fit({"a": 1.0}, lambda m, d: m["a"]), TypeError,
-     "model must be an Equinox module"),
-    ("NaN parameter in fit", lambda: sciad.fit(sciad.ode.Pendulum(length=float("nan")),
-                                               lambda m, d: jnp.zeros(2)),
-     ValueError, r"model\.length contains NaN"),
-    ("max_steps fit", lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), max_steps=0),
-     ValueError, "max_steps must be a positive int"),
-    ("progress without hook", lambda: sciad.fit(PEND, lambda m, d: jnp.sum(m.length**2),
-                                               solver=optx.NelderMead(1e-6, 1e-6),
-                                               progress=True),
-     ValueError, "has no `verbose` hook"),
+    (
+        "model not a module",
+        lambda: sciad.fit({"a": 1.0}, lambda m, d: m["a"]),
+        TypeError,
+        "model must be an Equinox module",
+    ),
+    (
+        "NaN parameter in fit",
+        lambda: sciad.fit(sciad.ode.Pendulum(length=float("nan")), lambda m, d: jnp.zeros(2)),
+        ValueError,
+        r"model\.length contains NaN",
+    ),
+    (
+        "max_steps fit",
+        lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), max_steps=0),
+        ValueError,
+        "max_steps must be a positive int",
+    ),
+    (
+        "progress without hook",
+        lambda: sciad.fit(
+            PEND,
+            lambda m, d: jnp.sum(m.length**2),
+            solver=optx.NelderMead(1e-6, 1e-6),
+            progress=True,
+        ),
+        ValueError,
+        "has no `verbose` hook",
+    ),
 ]
 
 ALL = SIMULATE_CASES + SOLVE_CASES + FIT_CASES

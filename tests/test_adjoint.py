@@ -22,9 +22,7 @@ TS = jnp.linspace(0.0, 3.0, 7)
 
 def loss(params, y0=Y0, adjoint=sciad.CheckpointAdjoint(), dt=0.01):
     model = sciad.ode.Pendulum(length=params[0], gravity=9.81, damping=params[1])
-    traj = sciad.simulate(
-        model, y0, t1=3.0, dt=dt, adjoint=adjoint, saveat=sciad.SaveAt(ts=TS)
-    )
+    traj = sciad.simulate(model, y0, t1=3.0, dt=dt, adjoint=adjoint, saveat=sciad.SaveAt(ts=TS))
     return jnp.sum(traj.ys[:, 0] ** 2) + traj.y1[1]
 
 
@@ -33,7 +31,7 @@ def reference():
     """Finite-difference gradient and Hessian of `loss` (float64, central differences)."""
     grad = central_fd(loss, PARAMS, eps=1e-6)
     hess = np.stack(
-        [central_fd(lambda p: jax.grad(loss)(p)[i], PARAMS, eps=1e-5) for i in range(2)]
+        [central_fd(lambda p, i=i: jax.grad(loss)(p)[i], PARAMS, eps=1e-5) for i in range(2)]
     )
     return grad, hess
 
@@ -75,7 +73,7 @@ def test_hessian_and_hvp_and_grad_of_grad(adjoint, reference):
 
 
 def test_adjoints_agree_to_rounding():
-    grads = [jax.grad(lambda p: loss(p, adjoint=a))(PARAMS) for a in ADJOINTS]
+    grads = [jax.grad(lambda p, a=a: loss(p, adjoint=a))(PARAMS) for a in ADJOINTS]
     for g in grads[1:]:
         assert np.allclose(g, grads[0], rtol=1e-12)
 
@@ -85,7 +83,9 @@ def test_grad_wrt_initial_state_and_dt():
     assert np.allclose(g_y0, central_fd(lambda y: loss(PARAMS, y0=y), Y0), rtol=1e-7, atol=1e-9)
 
     def of_dt(dt):  # n_steps fixed: dt is a traced, differentiable argument
-        traj = sciad.simulate(sciad.ode.ExponentialDecay(rate=0.7), jnp.array(1.0), n_steps=50, dt=dt)
+        traj = sciad.simulate(
+            sciad.ode.ExponentialDecay(rate=0.7), jnp.array(1.0), n_steps=50, dt=dt
+        )
         return traj.y1
 
     g = jax.grad(of_dt)(0.02)
@@ -101,8 +101,10 @@ def test_filter_grad_over_whole_model():
 
     grads = eqx.filter_grad(f)(model)
     for name in ("length", "gravity", "damping"):
-        fd = central_fd(lambda x: f(eqx.tree_at(lambda m: getattr(m, name), model, x)),
-                        getattr(model, name))
+        fd = central_fd(
+            lambda x, n=name: f(eqx.tree_at(lambda m: getattr(m, n), model, x)),
+            getattr(model, name),
+        )
         assert np.isclose(getattr(grads, name), fd, rtol=1e-7), name
 
 
@@ -111,7 +113,7 @@ def test_vmap_of_grad_and_grad_of_vmap():
     per = jax.vmap(jax.grad(lambda L: loss(jnp.stack([L, 0.1]))))(lengths)
     loop = jnp.stack([jax.grad(lambda L: loss(jnp.stack([L, 0.1])))(L) for L in lengths])
     assert np.allclose(per, loop, rtol=1e-12)
-    total = jax.grad(lambda L: jnp.sum(jax.vmap(lambda l: loss(jnp.stack([l, 0.1])))(L)))(lengths)
+    total = jax.grad(lambda L: jnp.sum(jax.vmap(lambda x: loss(jnp.stack([x, 0.1])))(L)))(lengths)
     assert np.allclose(total, per, rtol=1e-12)
 
 
@@ -130,7 +132,8 @@ def test_symplectic_gradients_through_long_run():
 
 def _memory(adjoint, n):
     chain = sciad.ode.SeparableHamiltonian(
-        lambda p: 0.5 * jnp.sum(p**2), lambda q: jnp.sum(0.5 * jnp.diff(q) ** 2 + 0.25 * jnp.diff(q) ** 4)
+        lambda p: 0.5 * jnp.sum(p**2),
+        lambda q: jnp.sum(0.5 * jnp.diff(q) ** 2 + 0.25 * jnp.diff(q) ** 4),
     )
     q0 = jnp.sin(jnp.linspace(0.0, 3.0, 200))
 

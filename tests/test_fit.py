@@ -34,7 +34,9 @@ PEND_TS = jnp.linspace(0.0, 3.0, 31)
 
 
 def pendulum_angles(model):
-    traj = sciad.simulate(model, jnp.array([1.0, 0.0]), t1=3.0, dt=0.01, saveat=sciad.SaveAt(ts=PEND_TS))
+    traj = sciad.simulate(
+        model, jnp.array([1.0, 0.0]), t1=3.0, dt=0.01, saveat=sciad.SaveAt(ts=PEND_TS)
+    )
     return traj.ys[:, 0]
 
 
@@ -99,9 +101,14 @@ def test_minimiser_agrees_with_least_squares():
 
 
 def test_implicit_gradient_wrt_data_is_exact_for_linear_model():
-    jac = jax.jacrev(lambda y: jnp.stack(
-        [sciad.fit(LINE0, line_residuals, y).model.slope,
-         sciad.fit(LINE0, line_residuals, y).model.intercept]))(Y_LINE)
+    jac = jax.jacrev(
+        lambda y: jnp.stack(
+            [
+                sciad.fit(LINE0, line_residuals, y).model.slope,
+                sciad.fit(LINE0, line_residuals, y).model.intercept,
+            ]
+        )
+    )(Y_LINE)
     exact = np.linalg.pinv(np.asarray(A))  # d(argmin)/dy = (AᵀA)⁻¹Aᵀ
     assert np.allclose(jac, exact, rtol=1e-8, atol=1e-12)
 
@@ -111,7 +118,9 @@ def test_implicit_gradient_wrt_hyperparameter():
 
     def ridge(m, data):
         y, lam = data
-        return jnp.concatenate([line_residuals(m, y), jnp.sqrt(lam) * jnp.stack([m.slope, m.intercept])])
+        return jnp.concatenate(
+            [line_residuals(m, y), jnp.sqrt(lam) * jnp.stack([m.slope, m.intercept])]
+        )
 
     def theta(lam):
         res = sciad.fit(LINE0, ridge, (Y_LINE, lam))

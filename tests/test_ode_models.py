@@ -19,7 +19,11 @@ def _np_rhs(name):
         "oscillator": lambda t, y: [y[1], (-2.0 * y[0] - 0.3 * y[1] + 0.7 * np.cos(1.1 * t)) / 1.5],
         "pendulum": lambda t, y: [y[1], -(9.81 / 0.8) * np.sin(y[0]) - 0.2 * y[1]],
         "lv": lambda t, y: [1.5 * y[0] - y[0] * y[1], y[0] * y[1] - 3.0 * y[1]],
-        "lorenz": lambda t, y: [10 * (y[1] - y[0]), y[0] * (28 - y[2]) - y[1], y[0] * y[1] - 8 / 3 * y[2]],
+        "lorenz": lambda t, y: [
+            10 * (y[1] - y[0]),
+            y[0] * (28 - y[2]) - y[1],
+            y[0] * y[1] - 8 / 3 * y[2],
+        ],
         "vdp": lambda t, y: [y[1], 2.0 * (1 - y[0] ** 2) * y[1] - y[0]],
         "fhn": lambda t, y: [y[0] - y[0] ** 3 / 3 - y[1] + 0.5, (y[0] + 0.7 - 0.8 * y[1]) / 12.5],
         "sir": lambda t, y: [-0.3 * y[0] * y[1], 0.3 * y[0] * y[1] - 0.1 * y[1], 0.1 * y[1]],
@@ -51,7 +55,9 @@ CASES = [
 
 @pytest.mark.parametrize("name, model, y0", CASES, ids=[c[0] for c in CASES])
 def test_model_matches_scipy(name, model, y0):
-    ref = solve_ivp(_np_rhs(name), (0.0, 2.0), y0, method="DOP853", t_eval=TS, rtol=1e-12, atol=1e-12)
+    ref = solve_ivp(
+        _np_rhs(name), (0.0, 2.0), y0, method="DOP853", t_eval=TS, rtol=1e-12, atol=1e-12
+    )
     traj = sciad.ode.solve(model, jnp.asarray(y0), jnp.asarray(TS), rtol=1e-10, atol=1e-12)
     assert traj.ys.shape == (len(TS), len(y0))
     scale = np.maximum(1.0, np.abs(ref.y.T))
@@ -60,23 +66,40 @@ def test_model_matches_scipy(name, model, y0):
 
 def test_robertson_stiff_default_and_conservation():
     ts = np.array([0.0, 0.4, 4.0, 40.0])
-    ref = solve_ivp(_np_rhs("robertson"), (0.0, 40.0), [1.0, 0.0, 0.0], method="Radau",
-                    t_eval=ts, rtol=1e-10, atol=1e-14)
-    traj = sciad.ode.solve(sciad.ode.Robertson(), jnp.array([1.0, 0.0, 0.0]), jnp.asarray(ts),
-                           rtol=1e-8, atol=1e-12)
+    ref = solve_ivp(
+        _np_rhs("robertson"),
+        (0.0, 40.0),
+        [1.0, 0.0, 0.0],
+        method="Radau",
+        t_eval=ts,
+        rtol=1e-10,
+        atol=1e-14,
+    )
+    traj = sciad.ode.solve(
+        sciad.ode.Robertson(), jnp.array([1.0, 0.0, 0.0]), jnp.asarray(ts), rtol=1e-8, atol=1e-12
+    )
     assert sciad.ode.Robertson.stiff
     assert np.allclose(traj.ys, ref.y.T, rtol=1e-5, atol=1e-10)
     assert np.allclose(jnp.sum(traj.ys, axis=1), 1.0, atol=1e-12)
     implicit_steps = int(traj.stats["num_steps"])
     # The default explicit solver cannot finish within 10x the implicit solver's steps.
-    explicit = sciad.ode.solve(sciad.ode.Robertson(), jnp.array([1.0, 0.0, 0.0]), jnp.asarray(ts),
-                               rtol=1e-8, atol=1e-12, stiff=False, max_steps=10 * implicit_steps,
-                               throw=False)
+    explicit = sciad.ode.solve(
+        sciad.ode.Robertson(),
+        jnp.array([1.0, 0.0, 0.0]),
+        jnp.asarray(ts),
+        rtol=1e-8,
+        atol=1e-12,
+        stiff=False,
+        max_steps=10 * implicit_steps,
+        throw=False,
+    )
     assert explicit.result == sciad.RESULTS.max_steps_reached
 
 
 def test_exponential_decay_exact():
-    traj = sciad.simulate(sciad.ode.ExponentialDecay(rate=0.5), jnp.array([1.0, 2.0]), t1=2.0, dt=1e-3)
+    traj = sciad.simulate(
+        sciad.ode.ExponentialDecay(rate=0.5), jnp.array([1.0, 2.0]), t1=2.0, dt=1e-3
+    )
     assert np.allclose(traj.y1, np.exp(-1.0) * np.array([1.0, 2.0]), rtol=1e-12)
 
 
@@ -84,8 +107,9 @@ def test_small_angle_pendulum_period():
     L, g, theta0 = 0.7, 9.81, 0.01
     model = sciad.ode.Pendulum(length=L, gravity=g, damping=0.0)
     dt = 1e-3
-    traj = sciad.simulate(model, jnp.array([theta0, 0.0]), n_steps=4000, dt=dt,
-                          saveat=sciad.SaveAt(steps=1))
+    traj = sciad.simulate(
+        model, jnp.array([theta0, 0.0]), n_steps=4000, dt=dt, saveat=sciad.SaveAt(steps=1)
+    )
     omega = np.asarray(traj.ys[:, 1])
     ts = np.asarray(traj.ts)
     i = np.nonzero((omega[:-1] < 0) & (omega[1:] >= 0))[0][0]  # ω: − → +, half a period... at θ min
@@ -156,8 +180,9 @@ def _double_pendulum_lagrangian(m1, m2, l1, l2, g):
 
 def test_double_pendulum_equals_lagrangian_derivation():
     p = dict(m1=1.0, m2=0.7, l1=1.1, l2=0.6, g=9.81)
-    dp = sciad.ode.DoublePendulum(mass1=p["m1"], mass2=p["m2"], length1=p["l1"],
-                                  length2=p["l2"], gravity=p["g"])
+    dp = sciad.ode.DoublePendulum(
+        mass1=p["m1"], mass2=p["m2"], length1=p["l1"], length2=p["l2"], gravity=p["g"]
+    )
     lag = sciad.ode.LagrangianSystem(_double_pendulum_lagrangian(**p))
     y = jnp.array([1.2, -0.4, 0.3, 2.0])
     a = dp.vector_field(0.0, y)
@@ -180,7 +205,9 @@ def test_lagrangian_pendulum_matches_pendulum():
 def test_hamiltonian_forms_agree_and_conserve():
     H = lambda q, p: 0.5 * jnp.sum(p**2) - jnp.sum(jnp.cos(q))
     general = sciad.ode.HamiltonianSystem(H)
-    split = sciad.ode.SeparableHamiltonian(lambda p: 0.5 * jnp.sum(p**2), lambda q: -jnp.sum(jnp.cos(q)))
+    split = sciad.ode.SeparableHamiltonian(
+        lambda p: 0.5 * jnp.sum(p**2), lambda q: -jnp.sum(jnp.cos(q))
+    )
     y0 = (jnp.array([1.0, 0.5]), jnp.array([0.0, 0.2]))
     a = sciad.simulate(general, y0, t1=1.0, dt=1e-3, integrator=sciad.RK4())
     b = sciad.simulate(split, y0, t1=1.0, dt=1e-3, integrator=sciad.Yoshida6())
@@ -199,10 +226,14 @@ def test_non_separable_hamiltonian_matches_scipy():
 
 def test_conserved_quantities():
     lv = sciad.ode.LotkaVolterra()
-    traj = sciad.ode.solve(lv, jnp.array([10.0, 1.0]), jnp.linspace(0.0, 10.0, 21), rtol=1e-10, atol=1e-10)
+    traj = sciad.ode.solve(
+        lv, jnp.array([10.0, 1.0]), jnp.linspace(0.0, 10.0, 21), rtol=1e-10, atol=1e-10
+    )
     inv = jax.vmap(lv.invariant)(traj.ys)
     assert np.max(np.abs(inv - inv[0])) < 1e-7
-    sir = sciad.ode.solve(sciad.ode.SIR(), jnp.array([0.99, 0.01, 0.0]), jnp.linspace(0.0, 100.0, 11))
+    sir = sciad.ode.solve(
+        sciad.ode.SIR(), jnp.array([0.99, 0.01, 0.0]), jnp.linspace(0.0, 100.0, 11)
+    )
     assert np.allclose(jnp.sum(sir.ys, axis=1), 1.0, atol=1e-12)
 
 

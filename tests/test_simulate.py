@@ -123,9 +123,7 @@ def test_nonfinite_with_saves_and_masked_segments():
 
 def test_vmap_each_element_reports_its_own_result():
     model = Blowup(jnp.asarray(1.0))
-    run = jax.vmap(
-        lambda y0: sciad.simulate(model, y0, dt=0.01, n_steps=300, throw=False)
-    )
+    run = jax.vmap(lambda y0: sciad.simulate(model, y0, dt=0.01, n_steps=300, throw=False))
     trajs = run(jnp.array([1.0, -1.0, 0.5]))
     ok, bad = sciad.RESULTS.successful, sciad.RESULTS.nonfinite_state
     codes = np.asarray(trajs.result._value)
@@ -136,7 +134,12 @@ def test_vmap_each_element_reports_its_own_result():
 
 def test_max_steps_reached():
     traj = sciad.simulate(
-        PENDULUM, Y0, t1=1.0, dt=0.01, max_steps=40, throw=False,
+        PENDULUM,
+        Y0,
+        t1=1.0,
+        dt=0.01,
+        max_steps=40,
+        throw=False,
         saveat=sciad.SaveAt(ts=jnp.linspace(0.0, 1.0, 11)),
     )
     assert traj.result == sciad.RESULTS.max_steps_reached
@@ -209,8 +212,6 @@ def test_pytree_state():
         def vector_field(self, t, y):
             return {"a": -y["a"], "b": -2.0 * y["b"]}
 
-    traj = sciad.simulate(
-        Decay2(), {"a": jnp.ones(3), "b": jnp.ones(2)}, t1=1.0, dt=0.001
-    )
+    traj = sciad.simulate(Decay2(), {"a": jnp.ones(3), "b": jnp.ones(2)}, t1=1.0, dt=0.001)
     assert np.allclose(traj.y1["a"], np.exp(-1.0), rtol=1e-10)
     assert np.allclose(traj.y1["b"], np.exp(-2.0), rtol=1e-10)

@@ -39,7 +39,9 @@ def test_forward_mode_adjoint_jvp_matches_fd():
 def test_direct_adjoint_hessian_matches_fd():
     f = lambda p: final_prey(p, diffrax.DirectAdjoint())
     hess = jax.hessian(f)(P)
-    fd = np.stack([central_fd(lambda p: jax.grad(final_prey)(p)[i], P, eps=1e-5) for i in range(2)])
+    fd = np.stack(
+        [central_fd(lambda p, i=i: jax.grad(final_prey)(p)[i], P, eps=1e-5) for i in range(2)]
+    )
     assert np.allclose(hess, hess.T, rtol=1e-8)
     assert np.allclose(hess, fd, rtol=1e-4)
 
@@ -62,8 +64,12 @@ def test_default_adjoint_explains_higher_order(transform):
 def test_solver_and_controller_pass_through():
     model = sciad.ode.ExponentialDecay(rate=1.0)
     traj = sciad.ode.solve(
-        model, jnp.array(1.0), jnp.array([0.0, 1.0]), solver=diffrax.Heun(),
-        stepsize_controller=diffrax.ConstantStepSize(), dt0=0.25,
+        model,
+        jnp.array(1.0),
+        jnp.array([0.0, 1.0]),
+        solver=diffrax.Heun(),
+        stepsize_controller=diffrax.ConstantStepSize(),
+        dt0=0.25,
     )
     # Heun with four constant steps: (1 − h + h²/2)^4 exactly.
     assert np.isclose(traj.ys[-1], (1 - 0.25 + 0.25**2 / 2) ** 4, rtol=1e-14)
@@ -73,8 +79,17 @@ def test_solver_and_controller_pass_through():
 def test_event_terminates_and_is_reported():
     model = sciad.ode.LotkaVolterra()
     cond = lambda t, y, args, **kw: y[0] - 1.0  # prey falls to 1
-    traj = sciad.ode.solve(model, Y0, None, t0=0.0, t1=10.0, event=diffrax.Event(cond, optx.Newton(rtol=1e-10, atol=1e-10)),
-                           saveat=diffrax.SaveAt(t1=True), rtol=1e-10, atol=1e-10)
+    traj = sciad.ode.solve(
+        model,
+        Y0,
+        None,
+        t0=0.0,
+        t1=10.0,
+        event=diffrax.Event(cond, optx.Newton(rtol=1e-10, atol=1e-10)),
+        saveat=diffrax.SaveAt(t1=True),
+        rtol=1e-10,
+        atol=1e-10,
+    )
     assert traj.result == sciad.RESULTS.event_occurred
     assert np.isclose(traj.y1[0], 1.0, atol=1e-8)
     assert 0.0 < float(traj.t1) < 10.0
@@ -107,9 +122,18 @@ def test_vmap_over_initial_conditions_and_jit():
 def test_vmap_results_per_element():
     model = sciad.ode.ExponentialDecay(rate=1.0)
     out = jax.vmap(
-        lambda t1: sciad.ode.solve(model, jnp.array(1.0), None, t0=0.0, t1=t1, dt0=0.1,
-                                   saveat=diffrax.SaveAt(t1=True), max_steps=20,
-                                   stepsize_controller=diffrax.ConstantStepSize(), throw=False)
+        lambda t1: sciad.ode.solve(
+            model,
+            jnp.array(1.0),
+            None,
+            t0=0.0,
+            t1=t1,
+            dt0=0.1,
+            saveat=diffrax.SaveAt(t1=True),
+            max_steps=20,
+            stepsize_controller=diffrax.ConstantStepSize(),
+            throw=False,
+        )
     )(jnp.array([1.0, 5.0]))
     codes = np.asarray(out.result._value)
     assert codes[0] == sciad.RESULTS.successful._value

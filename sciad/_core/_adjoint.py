@@ -25,6 +25,13 @@ class AbstractAdjoint(eqx.Module):
     Every adjoint here is built from `lax.scan` and `jax.checkpoint`, so every one
     composes with `jit`, `vmap`, `grad`, `jvp`, `jacfwd`, Hessians and grad of grad.
     They differ only in the memory/compute trade-off of reverse mode.
+
+    **Example:**
+
+    ```python
+    grad = jax.grad(lambda k: sciad.simulate(model(k), y0, dt=0.01, n_steps=10**5,
+                                             adjoint=sciad.CheckpointAdjoint(levels=3)).y1[0])
+    ```
     """
 
     @abc.abstractmethod

@@ -64,6 +64,16 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
     The force at the end of a step is the force at the start of the next, so it is
     cached in the integrator state: s force evaluations per step.
     Concrete integrators only fill in the three class variables.
+
+    **Example** (a new composition is three lines of data):
+
+    ```python
+    class McLachlan2(sciad.AbstractSplittingIntegrator):
+        # McLachlan's optimal 2-stage method, b = 0.1932
+        kicks = (0.1932, 1 - 2 * 0.1932, 0.1932)
+        drifts = (0.5, 0.5)
+        method_order = 2
+    ```
     """
 
     requires_separable: ClassVar[bool] = True
@@ -187,6 +197,16 @@ class AbstractExplicitRK(AbstractIntegrator):
 
     Works on any model (no separability needed). Concrete methods only fill in
     the tableau class variables.
+
+    **Example** (Heun's method as data):
+
+    ```python
+    class Heun(sciad.AbstractExplicitRK):
+        tableau_a = ((), (1.0,))
+        tableau_b = (0.5, 0.5)
+        tableau_c = (0.0, 1.0)
+        method_order = 2
+    ```
     """
 
     requires_separable: ClassVar[bool] = False
