@@ -167,3 +167,10 @@ def test_progress_prints_each_step(capfd):
     out = capfd.readouterr().out
     assert "fit step" in out and "loss" in out
     assert out.count("fit step") >= int(res.num_steps) - 1
+
+
+def test_warm_start_at_the_optimum_converges():
+    first = sciad.fit(GUESS, pend_residuals, OBS, free=PEND_FREE, positive=PEND_FREE)
+    again = sciad.fit(first.model, pend_residuals, OBS, free=PEND_FREE, positive=PEND_FREE)
+    assert again.result == sciad.RESULTS.successful
+    assert np.isclose(again.model.length, 1.0, rtol=1e-7)

@@ -138,3 +138,20 @@ def test_vmap_results_per_element():
     codes = np.asarray(out.result._value)
     assert codes[0] == sciad.RESULTS.successful._value
     assert codes[1] == sciad.RESULTS.max_steps_reached._value
+
+
+def test_backsolve_adjoint_passes_through():
+    def f(k):
+        model = sciad.ode.ExponentialDecay(rate=k)
+        traj = sciad.ode.solve(
+            model,
+            jnp.array(1.0),
+            jnp.array([0.0, 2.0]),
+            adjoint=diffrax.BacksolveAdjoint(),
+            rtol=1e-10,
+            atol=1e-10,
+        )
+        assert traj.y1 is None
+        return traj.ys[-1]
+
+    assert np.isclose(jax.grad(f)(0.5), -2.0 * np.exp(-1.0), rtol=1e-8)  # d/dk e^{-2k}

@@ -14,6 +14,9 @@ from ._types import Anything, RealScalarLike, State
 class AbstractModel(eqx.Module):
     """A dynamical system dy/dt = f(t, y) whose float fields are its parameters.
 
+    Parameters must be JAX arrays (a Python `float` field is static: it gets no
+    gradient and `sciad.fit` cannot fit it); `eqx.field(converter=jnp.asarray)`
+    converts floats passed to the constructor.
     Subclasses implement [`vector_field`][sciad.AbstractModel.vector_field] and may
     override [`check_state`][sciad.AbstractModel.check_state] to give precise errors
     for a malformed initial state. Set the class variable `stiff = True` on stiff
@@ -23,7 +26,7 @@ class AbstractModel(eqx.Module):
 
     ```python
     class Decay(sciad.AbstractModel):
-        rate: float | jax.Array
+        rate: jax.Array = eqx.field(converter=jnp.asarray)  # an array: differentiable
 
         def vector_field(self, t, y):
             return -self.rate * y
@@ -87,7 +90,7 @@ class AbstractSeparableModel(AbstractModel):
 
     ```python
     class Spring(sciad.AbstractSeparableModel):
-        k: float
+        k: jax.Array = eqx.field(converter=jnp.asarray)
 
         def velocity(self, t, p):
             return p

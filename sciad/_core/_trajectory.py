@@ -26,7 +26,7 @@ class SaveAt(eqx.Module):
     - `t0`: save the initial state.
     - `t1`: save the final state.
     - `ts`: times to save at, strictly increasing, in [t0, t1], each on the step
-      grid (to 1e-9 relative). Needs concrete `t0` and `dt`.
+      grid (to within 1e-6·dt). Needs concrete `t0` and `dt`.
     - `steps`: save every `steps` steps (after t0).
     - `fn`: `fn(t, y, model) -> PyTree`, what to save; defaults to the state.
 
@@ -69,8 +69,10 @@ class Trajectory(eqx.Module):
       `simulate(..., integrator_state=...)` with `y0=y1`, `t0=t1` to continue the
       run bit for bit.
     - `result`: a `sciad.RESULTS` code.
-    - `stats`: `num_steps` (steps taken) and `first_nonfinite_step` (1-based step
-      whose result was first non-finite, or -1).
+    - `stats`: for `simulate`, `num_steps` (steps taken) and `first_nonfinite_step`
+      (1-based step whose result was first non-finite, or -1); for `sciad.ode.solve`,
+      diffrax's statistics (`num_steps`, `num_accepted_steps`, ...), and
+      `integrator_state` is `None`.
 
     **Example:**
 

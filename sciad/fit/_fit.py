@@ -26,7 +26,12 @@ class FitResult(eqx.Module):
     - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
     - `stats`: optimistix's statistics.
 
-    **Example:** `res = sciad.fit(model, loss, data); res.model.length, res.loss`
+    **Example:**
+
+    ```python
+    res = sciad.fit(sciad.ode.Pendulum(length=0.8), residuals, observed)
+    res.model.length, res.loss, res.num_steps, res.result == sciad.RESULTS.successful
+    ```
     """
 
     model: PyTree
@@ -57,17 +62,24 @@ def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
 
 
 def _progress() -> Callable[..., None]:
-    """An optimistix `verbose` hook printing one line per optimiser step."""
-    count = [0]
+    """An optimistix `verbose` hook printing one line per optimiser step.
+
+    It prints the loss evaluated on each step and the best loss so far (tracked on
+    the host, so optimistix's placeholder state before the first step never shows).
+    """
+    state = {"step": 0, "best": float("inf")}
 
     def show(loss):
-        count[0] += 1
-        print(f"  fit step {count[0]:4d}   loss {float(loss):.6e}", flush=True)
+        state["step"] += 1
+        state["best"] = min(state["best"], float(loss))
+        print(
+            f"  fit step {state['step']:4d}   loss {float(loss):.6e}   best {state['best']:.6e}",
+            flush=True,
+        )
 
     def verbose(**kwargs):
-        loss = kwargs.get("loss_last_accepted_step", kwargs.get("loss_this_step"))
-        if loss is not None:
-            jax.debug.callback(show, loss[1], ordered=True)
+        if "loss_this_step" in kwargs:
+            jax.debug.callback(show, kwargs["loss_this_step"][1], ordered=True)
 
     return verbose
 
@@ -103,14 +115,21 @@ def fit(
     - `free`: which parameters to fit: a selector `lambda m: (m.a, m.b)` or a
       PyTree of bools like `model`. Default: every float array leaf; the rest
       stay frozen.
-    - `positive`: parameters that must stay positive, as a selector; they are
-      fitted as log p, so p = exp(θ) > 0 always. Their initial values must be > 0.
+    - `positive`: parameters that must stay positive, as a selector or a PyTree of
+      bools like `free`; they are fitted as log p, so p = exp(θ) > 0 always. Their
+      initial values must be > 0.
     - `max_steps`: the optimiser's step limit.
     - `throw`: raise if the optimiser fails; otherwise see `FitResult.result`.
     - `progress`: print one line per optimiser step (sets the solver's `verbose`).
     - `adjoint`: how to differentiate the fit (default implicit differentiation).
 
     **Returns:** a [`sciad.FitResult`][sciad.FitResult].
+
+    **Differentiating a fit:** `jax.grad`, `jax.jvp` and second derivatives of the
+    fitted parameters with respect to `data` work through `adjoint` (the implicit
+    function theorem at the optimum). The fitted parameters do not depend on the
+    initial values of the free parameters, so their gradient there is zero;
+    frozen parameters are inputs of the problem and get true gradients.
 
     **Example:**
 
@@ -169,22 +188,11 @@ def fit(
 
     params, static = eqx.partition(model, free_mask)
     is_pos = eqx.filter(pos_mask, free_mask)  # None where frozen, like `params`
-
-    def to_theta(p):
-        return jax.tree.map(lambda x, s: jnp.log(x) if s else x, p, is_pos)
-
-    def to_model(theta):
-        p = jax.tree.map(lambda x, s: jnp.exp(x) if s else x, theta, is_pos)
-        return eqx.combine(p, static)
-
-    def residuals(theta, args):
-        return loss(to_model(theta), args)
-
-    def scalar(theta, args):
-        r = residuals(theta, args)
-        return _half_sum_squares(r)
-
-    out = jax.eval_shape(residuals, to_theta(params), data)
+    theta0 = jax.tree.map(lambda x, s: jnp.log(x) if s else x, params, is_pos)
+    # Module-level objective functions (not fresh closures) keep optimistix's
+    # compiled solve cached across calls with the same `loss`.
+    args = (loss, static, is_pos, data)
+    out = eqx.filter_eval_shape(_residuals, theta0, args)
     out_leaves = jax.tree.leaves(out)
     if least_squares and len(out_leaves) == 1 and out_leaves[0].shape == ():
         raise ValueError(
@@ -192,31 +200,32 @@ def fit(
             "return the vector of residuals, or pass a minimiser such as "
             "optx.BFGS(rtol=1e-8, atol=1e-8)."
         )
+    kw = dict(args=args, max_steps=max_steps, throw=throw, adjoint=adjoint)
     if least_squares:
-        sol = optx.least_squares(
-            residuals,
-            solver,  # pyright: ignore[reportArgumentType]
-            to_theta(params),
-            args=data,
-            max_steps=max_steps,
-            throw=throw,
-            adjoint=adjoint,
-        )
+        sol = optx.least_squares(_residuals, solver, theta0, **kw)  # pyright: ignore
     else:
-        sol = optx.minimise(
-            scalar,
-            solver,  # pyright: ignore[reportArgumentType]
-            to_theta(params),
-            args=data,
-            max_steps=max_steps,
-            throw=throw,
-            adjoint=adjoint,
-        )
+        sol = optx.minimise(_scalar, solver, theta0, **kw)  # pyright: ignore
     result = RESULTS.where(
         sol.result == optx.RESULTS.successful, RESULTS.successful, RESULTS.optimisation_failed
     )
-    final = scalar(sol.value, data)
-    return FitResult(to_model(sol.value), final, sol.stats["num_steps"], result, sol.stats)
+    final = _scalar(sol.value, args)
+    fitted = _to_model(sol.value, static, is_pos)
+    return FitResult(fitted, final, sol.stats["num_steps"], result, sol.stats)
+
+
+def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
+    """The model from optimiser coordinates: positive parameters are exp(θ)."""
+    p = jax.tree.map(lambda x, s: jnp.exp(x) if s else x, theta, is_pos)
+    return eqx.combine(p, static)
+
+
+def _residuals(theta: PyTree, args: Any) -> PyTree:
+    loss, static, is_pos, data = args
+    return loss(_to_model(theta, static, is_pos), data)
+
+
+def _scalar(theta: PyTree, args: Any) -> Array:
+    return _half_sum_squares(_residuals(theta, args))
 
 
 def _half_sum_squares(r: PyTree) -> Array:

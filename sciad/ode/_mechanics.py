@@ -21,8 +21,9 @@ class HarmonicOscillator(AbstractModel):
 
     m d²x/dt² = −k x − c dx/dt + F cos(ω t).
 
-    **Parameters:** `mass` m (kg), `stiffness` k (N/m), `damping` c (N·s/m),
-    `drive_amplitude` F (N), `drive_frequency` ω (rad/s).
+    **Parameters** (defaults in brackets): `mass` m [1] (kg), `stiffness` k [1] (N/m),
+    `damping` c [0] (N·s/m),
+    `drive_amplitude` F [0] (N), `drive_frequency` ω [0] (rad/s).
     **State:** shape `(2,)`: (position x in m, velocity v in m/s).
 
     **Example:**
@@ -60,7 +61,8 @@ class Pendulum(AbstractModel):
 
     dθ/dt = ω,   dω/dt = −(g / L) sin θ − b ω.
 
-    **Parameters:** `length` L (m), `gravity` g (m/s²), `damping` b (1/s).
+    **Parameters** (defaults in brackets): `length` L [1] (m), `gravity` g [9.81]
+    (m/s²), `damping` b [0] (1/s).
     **State:** shape `(2,)`: (angle θ from the downward vertical in rad, angular
     velocity ω in rad/s). The small-angle period is 2π √(L/g).
 
@@ -101,7 +103,8 @@ class DoublePendulum(AbstractModel):
     - dω₁/dt = [−g(2m₁+m₂) sin θ₁ − m₂ g sin(θ₁−2θ₂) − 2 sin Δ · m₂(ω₂² L₂ + ω₁² L₁ cos Δ)] / (L₁ D)
     - dω₂/dt = [2 sin Δ (ω₁² L₁ (m₁+m₂) + g(m₁+m₂) cos θ₁ + ω₂² L₂ m₂ cos Δ)] / (L₂ D)
 
-    **Parameters:** `mass1`, `mass2` (kg), `length1`, `length2` (m), `gravity` (m/s²).
+    **Parameters** (defaults in brackets): `mass1`, `mass2` [1, 1] (kg), `length1`,
+    `length2` [1, 1] (m), `gravity` [9.81] (m/s²).
     **State:** shape `(4,)`: (θ₁, θ₂ in rad, ω₁, ω₂ in rad/s).
 
     **Example:** `sciad.simulate(sciad.ode.DoublePendulum(), jnp.array([1.0, 0.5, 0.0, 0.0]), t1=1.0, dt=1e-3)`
@@ -157,8 +160,9 @@ class NBody(AbstractSeparableModel):
     H = Σᵢ |pᵢ|² / (2mᵢ) − Σ_{i<j} G mᵢ mⱼ / √(|qᵢ − qⱼ|² + ε²).
 
     Separable, so the symplectic integrators apply. Forces are −∇V by autodiff.
-    **Parameters:** `masses` shape `(n,)`, `G` (gravitational constant),
-    `softening` ε (length). **State:** `(q, p)`, each shape `(n, d)`: positions
+    **Parameters** (defaults in brackets): `masses` shape `(n,)` (required), `G` [1]
+    (gravitational constant),
+    `softening` ε [0] (length). **State:** `(q, p)`, each shape `(n, d)`: positions
     and momenta. Kepler's problem is the two-body case.
 
     **Example:**
@@ -217,7 +221,7 @@ class Kepler(AbstractSeparableModel):
     H = |p|²/2 − μ/|q|.  Conserves energy, angular momentum and the
     Runge–Lenz vector; bound orbits are closed ellipses of period 2π√(a³/μ).
 
-    **Parameters:** `mu` μ = G(m₁ + m₂) (length³/time²).
+    **Parameters:** `mu` μ = G(m₁ + m₂) [1] (length³/time²).
     **State:** `(q, p)`, each shape `(d,)` with d = 2 or 3 (p per unit reduced mass).
 
     **Example:**

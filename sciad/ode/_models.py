@@ -12,7 +12,7 @@ from ._param import param
 class ExponentialDecay(AbstractModel):
     """Exponential decay dy/dt = −k·y, solved by y(t) = y₀·exp(−k t).
 
-    **Parameters:** `rate` k (1/time).
+    **Parameters:** `rate` k (1/time; required).
     **State:** `y`, any shape (e.g. a concentration or a count).
 
     **Example:**
@@ -34,9 +34,10 @@ class LotkaVolterra(AbstractModel):
 
     dx/dt = α x − β x y,   dy/dt = δ x y − γ y.
 
-    **Parameters:** `alpha` α (prey growth, 1/time), `beta` β (predation,
+    **Parameters** (defaults in brackets): `alpha` α [1.5] (prey growth, 1/time),
+    `beta` β [1] (predation,
     1/(population·time)), `gamma` γ (predator death, 1/time), `delta` δ (predator
-    growth, 1/(population·time)).
+    growth, 1/(population·time)); `gamma` [3], `delta` [1].
     **State:** shape `(2,)`: (prey x, predator y). Conserves
     V = δx − γ ln x + βy − α ln y.
 
@@ -73,8 +74,8 @@ class Lorenz(AbstractModel):
 
     dx/dt = σ(y − x),  dy/dt = x(ρ − z) − y,  dz/dt = xy − βz.
 
-    **Parameters:** `sigma` σ, `rho` ρ, `beta` β (dimensionless; chaotic at the
-    classic 10, 28, 8/3). **State:** shape `(3,)`: (x, y, z).
+    **Parameters:** `sigma` σ, `rho` ρ, `beta` β (dimensionless; defaults are the
+    chaotic classic 10, 28, 8/3). **State:** shape `(3,)`: (x, y, z).
     Reference: Lorenz, J. Atmos. Sci. 20, 130 (1963).
 
     **Example:** `sciad.ode.solve(sciad.ode.Lorenz(), jnp.array([1.0, 1.0, 1.0]), jnp.linspace(0, 1, 11))`
@@ -99,7 +100,7 @@ class VanDerPol(AbstractModel):
 
     As a first-order system: dx/dt = v, dv/dt = μ(1 − x²)v − x.
 
-    **Parameters:** `mu` μ (dimensionless damping; stiff for μ ≳ 100, solve with
+    **Parameters:** `mu` μ [1] (dimensionless damping; stiff for μ ≳ 100, solve with
     `sciad.ode.solve(..., stiff=True)`). **State:** shape `(2,)`: (x, v).
 
     **Example:** `sciad.ode.solve(sciad.ode.VanDerPol(mu=1.0), jnp.array([2.0, 0.0]), jnp.linspace(0, 10, 11))`
@@ -122,8 +123,9 @@ class FitzHughNagumo(AbstractModel):
 
     dv/dt = v − v³/3 − w + I,   dw/dt = (v + a − b w) / τ.
 
-    **Parameters:** `a`, `b` (dimensionless), `tau` τ (recovery time scale),
-    `current` I (external stimulus). **State:** shape `(2,)`: (membrane potential
+    **Parameters** (defaults in brackets): `a` [0.7], `b` [0.8] (dimensionless),
+    `tau` τ [12.5] (recovery time scale),
+    `current` I [0.5] (external stimulus). **State:** shape `(2,)`: (membrane potential
     v, recovery w). Reference: FitzHugh, Biophys. J. 1, 445 (1961).
 
     **Example:** `sciad.ode.solve(sciad.ode.FitzHughNagumo(), jnp.array([-1.0, 1.0]), jnp.linspace(0, 100, 101))`
@@ -149,7 +151,7 @@ class SIR(AbstractModel):
 
     ds/dt = −β s i,   di/dt = β s i − γ i,   dr/dt = γ i;  s + i + r is conserved.
 
-    **Parameters:** `beta` β (transmission rate, 1/time), `gamma` γ (recovery
+    **Parameters:** `beta` β [0.3] (transmission rate, 1/time), `gamma` γ [0.1] (recovery
     rate, 1/time). **State:** shape `(3,)`: (s, i, r).
     Reference: Kermack & McKendrick, Proc. R. Soc. A 115, 700 (1927).
 

@@ -103,9 +103,11 @@ def solve(
     - `solver`, `stepsize_controller`, `saveat`, `event`: diffrax objects.
     - `rtol`, `atol`: tolerances of the default PID controller.
     - `adjoint`: a diffrax adjoint. The default `RecursiveCheckpointAdjoint` gives
-      `jax.grad` only; use `diffrax.ForwardMode()` for `jvp`/`jacfwd` and
-      `diffrax.DirectAdjoint()` for Hessians and grad of grad. Asking for those
-      through the default raises an error that says so.
+      `jax.grad` only; use `diffrax.ForwardMode()` for `jvp`/`jacfwd` (and
+      forward-over-forward second derivatives) and `diffrax.DirectAdjoint()` for
+      Hessians and grad of grad. Asking for those through the default raises an
+      error that says so. With `diffrax.BacksolveAdjoint()` the final state is
+      not saved separately (`Trajectory.y1` is `None`; save `t1=True`).
     - `stiff`: override `model.stiff` when choosing the default solver.
     - `max_steps`: the most steps diffrax may take.
     - `throw`: raise on failure; otherwise see `Trajectory.result`.
@@ -146,7 +148,13 @@ def solve(
         raise TypeError(
             f"adjoint must be a diffrax.AbstractAdjoint for sciad.ode.solve; got {adjoint!r}."
         )
-    subs = diffrax.SaveAt(subs=[saveat.subs, diffrax.SubSaveAt(t1=True)])
+    # The final state is saved alongside the user's saves, except for
+    # BacksolveAdjoint, which diffrax allows only with a plain SaveAt.
+    final_too = not isinstance(adjoint, diffrax.BacksolveAdjoint)
+    if final_too:
+        subs = diffrax.SaveAt(subs=[saveat.subs, diffrax.SubSaveAt(t1=True)])
+    else:
+        subs = saveat
     kwargs: dict[str, Any] = dict(
         solver=solver,
         stepsize_controller=stepsize_controller,
@@ -173,9 +181,12 @@ def solve(
             if "custom_vjp" not in str(e):
                 raise
             raise TypeError(_HIGHER_ORDER_HELP) from e
-    (ts_out, t_final), (ys_out, y_final) = sol.ts, sol.ys  # pyright: ignore
-    t_final = t_final[-1]
-    y_final = jax.tree.map(lambda a: a[-1], y_final)
+    if final_too:
+        (ts_out, t_final), (ys_out, y_final) = sol.ts, sol.ys  # pyright: ignore
+        t_final = t_final[-1]
+        y_final = jax.tree.map(lambda a: a[-1], y_final)
+    else:
+        ts_out, ys_out, t_final, y_final = sol.ts, sol.ys, jnp.asarray(sol.t1), None
     return Trajectory(
         ts_out, ys_out, t_final, y_final, None, _translate(sol.result), dict(sol.stats)
     )
