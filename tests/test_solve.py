@@ -155,3 +155,13 @@ def test_backsolve_adjoint_passes_through():
         return traj.ys[-1]
 
     assert np.isclose(jax.grad(f)(0.5), -2.0 * np.exp(-1.0), rtol=1e-8)  # d/dk e^{-2k}
+
+
+def test_forward_mode_limits_are_as_documented():
+    """ForwardMode: forward over forward works; reverse mode fails with JAX's while-loop error."""
+    f = lambda p: final_prey(p, diffrax.ForwardMode())
+    fwd2 = jax.jacfwd(jax.jacfwd(f))(P)
+    hess = jax.hessian(lambda p: final_prey(p, diffrax.DirectAdjoint()))(P)
+    assert np.allclose(fwd2, hess, rtol=1e-6)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.grad(f)(P)
