@@ -128,3 +128,22 @@ def test_public_surface_is_explicit():
     ):
         assert hasattr(sciad, name), name
     assert callable(sciad.fit) and sciad.fit.__module__ == "sciad.fit._fit"
+
+
+BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("tools")
+@pytest.mark.parametrize("script", BENCHMARKS, ids=[p.stem for p in BENCHMARKS])
+def test_benchmark_runs_quick(script):
+    """Each benchmark still runs end to end (small sizes; no timing is asserted)."""
+    proc = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        cwd=ROOT / "benchmarks",
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "backend=cpu" in proc.stdout or "backend=gpu" in proc.stdout  # the machine line

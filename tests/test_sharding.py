@@ -2,10 +2,10 @@
 gives the same answers as one device."""
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 

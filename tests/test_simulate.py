@@ -215,3 +215,44 @@ def test_pytree_state():
     traj = sciad.simulate(Decay2(), {"a": jnp.ones(3), "b": jnp.ones(2)}, t1=1.0, dt=0.001)
     assert np.allclose(traj.y1["a"], np.exp(-1.0), rtol=1e-10)
     assert np.allclose(traj.y1["b"], np.exp(-2.0), rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "saveat, idx",
+    [
+        (sciad.SaveAt(steps=1), list(range(1, 61))),
+        (sciad.SaveAt(steps=3, t0=True), list(range(0, 61, 3))),
+        (
+            sciad.SaveAt(ts=jnp.array([0.01, 0.03, 0.04, 0.07, 0.08, 0.1, 0.13])),
+            [1, 3, 4, 7, 8, 10, 13],
+        ),
+    ],
+    ids=["every-step", "every-3", "small-non-uniform"],
+)
+def test_frequent_saves_are_grouped_correctly(saveat, idx):
+    """Save intervals shorter than a check block: saves and the final state are exact."""
+    traj = sciad.simulate(PENDULUM, Y0, n_steps=60, dt=0.01, saveat=saveat)
+    ref = _stepwise(PENDULUM, Y0, 0.01, 60, sciad.RK4())
+    assert np.allclose(traj.ys, jnp.stack([ref[i] for i in idx]), atol=1e-13)
+    assert np.allclose(traj.ts, 0.01 * np.array(idx), atol=1e-12)
+    assert np.allclose(traj.y1, ref[-1], atol=1e-13)
+
+
+@pytest.mark.parametrize("saveat", [sciad.SaveAt(steps=1), sciad.SaveAt(steps=5)])
+def test_nonfinite_step_exact_with_frequent_saves(saveat):
+    model = Blowup(jnp.asarray(1.0))
+    ref = _stepwise(model, jnp.array(1.0), 0.01, 300, sciad.RK4())
+    first = next(i for i, y in enumerate(ref) if not np.isfinite(y))
+    traj = sciad.simulate(model, jnp.array(1.0), dt=0.01, n_steps=300, throw=False, saveat=saveat)
+    assert int(traj.stats["first_nonfinite_step"]) == first
+
+
+def test_gradient_with_every_step_saved_matches_fd():
+    def f(length):
+        model = sciad.ode.Pendulum(length=length, gravity=9.81, damping=0.1)
+        traj = sciad.simulate(model, Y0, n_steps=100, dt=0.01, saveat=sciad.SaveAt(steps=1))
+        return jnp.sum(traj.ys[:, 0] ** 2)
+
+    g = jax.grad(f)(1.0)
+    fd = (f(1.0 + 1e-6) - f(1.0 - 1e-6)) / 2e-6
+    assert np.isclose(g, fd, rtol=1e-7)

@@ -61,6 +61,9 @@ class AbstractModel(eqx.Module):
 
         **Returns:** nothing; raises `ValueError` on a malformed state.
         """
+        key = _shape_key((self, y))
+        if key is not None and key in _CHECKED:
+            return
         try:
             out = jax.eval_shape(lambda yy: self.vector_field(0.0, yy), y)
         except Exception as e:  # the model itself rejects the state
@@ -78,6 +81,32 @@ class AbstractModel(eqx.Module):
                     f"y0 leaf has shape {jnp.shape(a)}, but "
                     f"{type(self).__name__}.vector_field returns shape {b.shape}."
                 )
+        if key is not None:
+            if len(_CHECKED) > 4096:
+                _CHECKED.clear()
+            _CHECKED.add(key)
+
+
+# Structures already checked by the default `check_state` (its probe traces the vector
+# field, which costs about as much as a small jitted run): model structure, static
+# fields, and every leaf's shape and dtype.
+_CHECKED: set = set()
+
+
+def _shape_key(tree: Anything) -> Anything:
+    """A hashable summary of `tree`'s structure and leaf shapes/dtypes, or None."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    summary = tuple(
+        (jnp.shape(x), jnp.result_type(x), getattr(x, "weak_type", False))
+        if eqx.is_array_like(x)
+        else x
+        for x in leaves
+    )
+    try:
+        hash((treedef, summary))
+    except TypeError:
+        return None
+    return treedef, summary
 
 
 class AbstractSeparableModel(AbstractModel):

@@ -260,16 +260,23 @@ def _run(
         c, remaining = cr
         return _tree_where(remaining > 0, count(step(c), 1), c), remaining - 1
 
+    def check(c, good, bad):
+        """One finiteness check: keep a snapshot of the last finite state."""
+        ok = _all_finite(c[0])
+        return _tree_where(bad | ~ok, good, jax.lax.stop_gradient(c)), bad | ~ok
+
+    def advance(ce, stepper, length):
+        """`length` iterations of `stepper` on (carry, extra), without checks."""
+        c, extra = _scan(stepper, ce, length)
+        return (count(c, length) if extra is None else c), extra
+
     def checked(stepper, length):
         """`length` steps, then one finiteness check that updates the snapshot."""
 
         def run(x):
-            (c, extra), good, bad = x
-            c, extra = _scan(stepper, (c, extra), length)
-            c = count(c, length) if extra is None else c
-            ok = _all_finite(c[0])
-            good = _tree_where(bad | ~ok, good, jax.lax.stop_gradient(c))
-            return (c, extra), good, bad | ~ok
+            ce, good, bad = x
+            ce = advance(ce, stepper, length)
+            return (ce, *check(ce[0], good, bad))
 
         return run
 
@@ -306,19 +313,44 @@ def _run(
         if gaps.size:
             uniform = bool(np.all(gaps == gaps[0]))
             width = int(gaps.max())
+            # Save intervals shorter than a check block are grouped, so that the
+            # finiteness check still runs about once per CHECK_EVERY steps.
+            per_check = max(1, CHECK_EVERY // width)
+            stepper = _plain_stepper if uniform else masked_step
 
             def segment(x, g):
-                if uniform:  # exactly `width` steps
-                    x = plain(x, width)
-                else:  # `g` real steps padded to `width` with masked no-ops
-                    (c, _), good, bad = steps(((x[0], g), x[1], x[2]), width, masked_step)
+                """One save interval: `g` real steps, padded to `width` if non-uniform."""
+                extra = None if uniform else g
+                if per_check > 1:
+                    (c, _) = advance((x[0], extra), stepper, width)
+                    x = (c, x[1], x[2])
+                else:
+                    (c, _), good, bad = steps(((x[0], extra), x[1], x[2]), width, stepper)
                     x = (c, good, bad)
                 return x, save(x)
 
-            xs = None if uniform else jnp.asarray(gaps, dtype=jnp.int32)
+            def group(x, gs):
+                x, out = jax.lax.scan(segment, x, gs, length=per_check if gs is None else None)
+                return (x[0], *check(*x)) if per_check > 1 else x, out
+
             if isinstance(adjoint, CheckpointAdjoint):
-                segment = jax.checkpoint(segment, prevent_cse=False)
-            x, (rest_t, rest_y) = jax.lax.scan(segment, x, xs, length=gaps.size)
+                group = jax.checkpoint(group, prevent_cse=False)
+            gaps32 = jnp.asarray(gaps, dtype=jnp.int32)
+            n_groups, rem = divmod(gaps.size, per_check)
+            x, head = jax.lax.scan(
+                group,
+                x,
+                None if uniform else gaps32[: n_groups * per_check].reshape(n_groups, per_check),
+                length=n_groups,
+            )
+            outs = [jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), head)]
+            if rem:
+                x, tail = jax.lax.scan(
+                    segment, x, None if uniform else gaps32[n_groups * per_check :], length=rem
+                )
+                x = (x[0], *check(*x)) if per_check > 1 else x
+                outs.append(tail)
+            rest_t, rest_y = jax.tree.map(lambda *a: jnp.concatenate(a), *outs)
             ts = jnp.concatenate([first_t[None], rest_t])
             ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first_y, rest_y)
         else:
