@@ -41,17 +41,19 @@ def chain_problem(dim: int, k: float = 1.0) -> tuple[Chain, tuple[jax.Array, jax
     return Chain(jnp.asarray(k, jnp.float64)), (jnp.asarray(q0), jnp.asarray(p0))
 
 
+def verlet_step(model: Chain, carry, dt: float):
+    """One hand-written velocity-Verlet step on (q, p, cached force)."""
+    q, p, f = carry
+    p = p + (0.5 * dt) * f
+    q = q + dt * p
+    f = model.force(0.0, q)
+    p = p + (0.5 * dt) * f
+    return q, p, f
+
+
 def verlet_scan_carry(model: Chain, carry, dt: float, n_steps: int):
     """`n_steps` hand-written velocity-Verlet steps on the carry (q, p, cached force)."""
-
-    def body(c, _):
-        q, p, f = c
-        p = p + (0.5 * dt) * f
-        q = q + dt * p
-        f = model.force(0.0, q)
-        p = p + (0.5 * dt) * f
-        return (q, p, f), None
-
+    body = lambda c, _: (verlet_step(model, c, dt), None)
     return jax.lax.scan(body, carry, None, length=n_steps)[0]
 
 
@@ -67,17 +69,9 @@ def verlet_scan_checkpointed(model: Chain, y0, dt: float, n_steps: int, chunk: i
     assert n_steps % chunk == 0
     q0, p0 = y0
 
-    def body(c, _):
-        q, p, f = c
-        p = p + (0.5 * dt) * f
-        q = q + dt * p
-        f = model.force(0.0, q)
-        p = p + (0.5 * dt) * f
-        return (q, p, f), None
-
     @jax.checkpoint
     def run_chunk(c, _):
-        return jax.lax.scan(body, c, None, length=chunk)[0], None
+        return verlet_scan_carry(model, c, dt, chunk), None
 
     c0 = (q0, p0, model.force(0.0, q0))
     (q, p, _), _ = jax.lax.scan(run_chunk, c0, None, length=n_steps // chunk)

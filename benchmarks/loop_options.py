@@ -52,6 +52,7 @@ from _common import (
     mib,
     verlet_scan,
     verlet_scan_checkpointed,
+    verlet_step,
 )
 import diffrax
 import jax
@@ -69,12 +70,7 @@ def _q0(t, y, m):
 
 
 def _step(model, c):
-    q, p, f = c
-    p = p + (0.5 * DT) * f
-    q = q + DT * p
-    f = model.force(0.0, q)
-    p = p + (0.5 * DT) * f
-    return q, p, f
+    return verlet_step(model, c, DT)
 
 
 def _finite(q, p):
@@ -150,21 +146,7 @@ def diffrax_sie(model, y0, n):
         diffrax.ODETerm(lambda t, p, m: m.velocity(t, p)),
         diffrax.ODETerm(lambda t, q, m: m.force(t, q)),
     )
-    sol = diffrax.diffeqsolve(
-        terms,
-        diffrax.SemiImplicitEuler(),
-        t0=0.0,
-        t1=n * DT,
-        dt0=DT,
-        y0=y0,
-        args=model,
-        saveat=diffrax.SaveAt(t1=True),
-        stepsize_controller=diffrax.ConstantStepSize(),
-        max_steps=n + 16,
-        adjoint=diffrax.RecursiveCheckpointAdjoint(),
-    )
-    q, p = sol.ys
-    return q[-1], p[-1]
+    return _diffrax_final(terms, diffrax.SemiImplicitEuler(), y0, model, n)
 
 
 def loss(out):
@@ -178,9 +160,15 @@ def loss(out):
 
 def diffrax_tsit5(model, y0, n):
     """Tsit5 on the first-order form, constant step (used only for the composability row)."""
+    term = diffrax.ODETerm(lambda t, y, m: m.vector_field(t, y))
+    return _diffrax_final(term, diffrax.Tsit5(), y0, model, n)
+
+
+def _diffrax_final(terms, solver, y0, model, n):
+    """n constant steps of `solver` with RecursiveCheckpointAdjoint; the final (q, p)."""
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, m: m.vector_field(t, y)),
-        diffrax.Tsit5(),
+        terms,
+        solver,
         t0=0.0,
         t1=n * DT,
         dt0=DT,
