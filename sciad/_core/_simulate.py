@@ -285,12 +285,12 @@ def _run(
         x = loop(checked(stepper, CHECK_EVERY), x, nb)
         return checked(stepper, rem)(x) if rem else x
 
-    def plain(x, length):
-        (c, _), good, bad = steps(((x[0], None), x[1], x[2]), length, _plain_stepper)
-        return c, good, bad
-
-    def _plain_stepper(cr):
+    def plain_step(cr):
         return step(cr[0]), None
+
+    def plain(x, length):
+        (c, _), good, bad = steps(((x[0], None), x[1], x[2]), length, plain_step)
+        return c, good, bad
 
     def save(x):
         c = x[0]
@@ -316,7 +316,7 @@ def _run(
             # Save intervals shorter than a check block are grouped, so that the
             # finiteness check still runs about once per CHECK_EVERY steps.
             per_check = max(1, CHECK_EVERY // width)
-            stepper = _plain_stepper if uniform else masked_step
+            stepper = plain_step if uniform else masked_step
 
             def segment(x, g):
                 """One save interval: `g` real steps, padded to `width` if non-uniform."""
