@@ -1,11 +1,11 @@
 """sciad: differentiable scientific computing on JAX.
 
 One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
-gradients, forward mode and higher orders compose. Pillars: `sciad.ode` and
-`sciad.fit` (more to come: `sciad.md`, `sciad.rigid`).
+gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`
+and a first slice of `sciad.md` (more to come: the rest of `sciad.md`, `sciad.rigid`).
 """
 
-from . import ode as ode
+from . import md as md, ode as ode
 from ._core._adjoint import (
     AbstractAdjoint as AbstractAdjoint,
     CheckpointAdjoint as CheckpointAdjoint,

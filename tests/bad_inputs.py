@@ -270,7 +270,61 @@ FIT_CASES = [
     ),
 ]
 
-ALL = SIMULATE_CASES + SOLVE_CASES + FIT_CASES
+import sciad.md as md  # noqa: E402
+
+MD_CASES = [
+    (
+        "truncation shift",
+        lambda: md.Truncated(md.LennardJones(1.0, 1.0), cutoff=2.5, shift="smooth"),
+        ValueError,
+        "shift must be one of",
+    ),
+    (
+        "truncation cutoff",
+        lambda: md.Truncated(md.LennardJones(1.0, 1.0), cutoff=-1.0),
+        ValueError,
+        "cutoff must be positive",
+    ),
+    (
+        "box lengths shape",
+        lambda: md.PeriodicBox(jnp.ones((2, 2))),
+        ValueError,
+        "lengths must have shape",
+    ),
+    (
+        "triclinic cell shape",
+        lambda: md.TriclinicBox(jnp.ones((2, 3))),
+        ValueError,
+        r"cell must have shape \(d, d\)",
+    ),
+    (
+        "md masses shape",
+        lambda: md.MDSystem(md.FreeSpace(), md.LennardJones(1.0, 1.0), masses=jnp.ones((2, 2))),
+        ValueError,
+        r"masses must have shape \(n,\)",
+    ),
+    (
+        "md species shape",
+        lambda: md.MDSystem(
+            md.FreeSpace(), md.LennardJones(1.0, 1.0), masses=jnp.ones(3), species=jnp.zeros(2, int)
+        ),
+        ValueError,
+        "species must have shape",
+    ),
+    (
+        "md positions shape",
+        lambda: sciad.simulate(
+            md.MDSystem(md.FreeSpace(), md.LennardJones(1.0, 1.0), masses=jnp.ones(3)),
+            (jnp.zeros((2, 3)), jnp.zeros((2, 3))),
+            dt=0.01,
+            n_steps=1,
+        ),
+        ValueError,
+        r"y0\[0\] \(q\) must have shape \(n, d\) with n = len\(masses\) = 3",
+    ),
+]
+
+ALL = SIMULATE_CASES + SOLVE_CASES + FIT_CASES + MD_CASES
 
 
 def main() -> int:

@@ -93,7 +93,7 @@ def _public(module):
     ]
 
 
-PUBLIC = _public(sciad) + _public(sciad.ode)
+PUBLIC = _public(sciad) + _public(sciad.ode) + _public(sciad.md)
 
 
 @pytest.mark.parametrize("name, obj", PUBLIC, ids=[p[0] for p in PUBLIC])

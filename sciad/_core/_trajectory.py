@@ -28,7 +28,9 @@ class SaveAt(eqx.Module):
     - `ts`: times to save at, strictly increasing, in [t0, t1], each on the step
       grid (to within 1e-6·dt). Needs concrete `t0` and `dt`.
     - `steps`: save every `steps` steps (after t0).
-    - `fn`: `fn(t, y, model) -> PyTree`, what to save; defaults to the state.
+    - `fn`: `fn(t, y, model) -> PyTree`, what to save; defaults to the state. It is
+      a static argument: define it once (not a new `lambda` per call), or every call
+      compiles again.
 
     With nothing chosen, the final state is saved (`t1=True`).
 

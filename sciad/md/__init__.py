@@ -1,0 +1,50 @@
+"""The molecular-dynamics pillar (first slice): spaces, pair potentials, MD systems,
+lattices and Maxwell–Boltzmann velocities, extended-XYZ I/O, neighbour lists.
+
+Roadmap (issue 3): neighbour-list-driven runs, thermostats and barostats, bonded
+terms, Ewald, observables, and the JAX-MD benchmarks.
+"""
+
+from ._init import (
+    lattice as lattice,
+    lattice_for_density as lattice_for_density,
+    maxwell_boltzmann as maxwell_boltzmann,
+    random_positions as random_positions,
+)
+from ._io import (
+    from_ase as from_ase,
+    read_extxyz as read_extxyz,
+    to_ase as to_ase,
+    write_extxyz as write_extxyz,
+    XYZFrame as XYZFrame,
+)
+from ._neighbors import (
+    needs_rebuild as needs_rebuild,
+    NeighborList as NeighborList,
+    NeighborListBuilder as NeighborListBuilder,
+    update as update,
+)
+from ._pair import (
+    AbstractPairPotential as AbstractPairPotential,
+    GaussianCore as GaussianCore,
+    LennardJones as LennardJones,
+    lj_tail_corrections as lj_tail_corrections,
+    lorentz_berthelot as lorentz_berthelot,
+    Morse as Morse,
+    PairSum as PairSum,
+    SoftSphere as SoftSphere,
+    Truncated as Truncated,
+    wca as wca,
+    Yukawa as Yukawa,
+)
+from ._space import (
+    AbstractSpace as AbstractSpace,
+    FreeSpace as FreeSpace,
+    PeriodicBox as PeriodicBox,
+    TriclinicBox as TriclinicBox,
+)
+from ._system import (
+    all_pairs as all_pairs,
+    MDSystem as MDSystem,
+    pair_energy_sum as pair_energy_sum,
+)

@@ -1,0 +1,558 @@
+"""Fixed-capacity neighbour lists (Verlet lists built with cell lists) for jit, vmap and grad."""
+
+import itertools
+import math
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
+import numpy as np
+
+from .._core._results import RESULTS
+from .._core._types import BoolScalar, Positions
+from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
+
+# Relative safety margin between the cell edge and cutoff + skin, so that round-off in a
+# float32 box (the widths of a triclinic cell go through an inverse) never flags a box
+# that was exactly large enough at `create` time.
+_EDGE_MARGIN = 1e-5
+# FreeSpace: headroom of the grid over the initial bounding box, as a fraction of it.
+_FREE_HEADROOM = 0.25
+# FreeSpace: a grid with more cells than this many per particle falls back to brute force.
+_FREE_MAX_CELLS_PER_PARTICLE = 8
+
+
+class NeighborList(eqx.Module):
+    """A fixed-capacity list of the pairs closer than `cutoff + skin`, each pair once.
+
+    Pair format: slot `k` holds the pair `(i[k], j[k])` with `i[k] < j[k]`. The first
+    `min(count, capacity)` slots are real pairs; the rest are padding with
+    `i = j = n`, one past the last particle. Indexing positions with the padding
+    clamps to particle `n - 1` in JAX (so `dr = 0` there): mask it with
+    [`mask`][sciad.md.NeighborList.mask] *and* use the double-`where` trick before
+    any `sqrt` or `1/r`, so that gradients stay finite.
+
+    The list holds indices only; it is built under `jax.lax.stop_gradient`, and
+    gradients reach positions (and the box) through the distances you compute from
+    it. It stays valid, with `skin` to spare, until some particle has moved more than
+    `skin / 2` from `reference` ([`needs_rebuild`][sciad.md.needs_rebuild]).
+
+    **Fields:**
+
+    - `i`, `j`: shape `(capacity,)`, int32 particle indices, `i < j`, padding `n`.
+    - `reference`: shape `(n, d)`, the positions the list was built from (length).
+    - `count`: shape `()`, int32, the number of pairs within `cutoff + skin` (it may
+      exceed `capacity`: then pairs were dropped).
+    - `did_overflow`: shape `()`, bool: the pair count exceeded `capacity`, or a cell
+      held more than `max_per_cell` particles, or the box (or, in free space, the
+      particle cloud) no longer fits the static cell grid. Pairs are then missing:
+      rebuild with a new [`NeighborListBuilder`][sciad.md.NeighborListBuilder].
+    - `cutoff`, `skin` (length) and `capacity` (pairs): static.
+
+    **Example:**
+
+    ```python
+    builder = sciad.md.NeighborListBuilder.create(space, r, cutoff=2.5, skin=0.3)
+    nbrs = builder.build(space, r)
+    dr = jax.vmap(space.displacement)(r[nbrs.i], r[nbrs.j])
+    m = nbrs.mask()
+    r2 = jnp.where(m, jnp.sum(dr**2, axis=-1), 1.0)       # double-where: safe at padding
+    energy = jnp.sum(jnp.where(m & (r2 < 2.5**2), 4 * (r2**-6 - r2**-3), 0.0))
+    ```
+
+    **Reference:** L. Verlet, *Phys. Rev.* 159, 98 (1967); M. P. Allen and D. J.
+    Tildesley, *Computer Simulation of Liquids*, 2nd ed. (OUP 2017), §5.3.
+    """
+
+    i: Int[Array, " capacity"]
+    j: Int[Array, " capacity"]
+    reference: Float[Array, "n d"]
+    count: Int[Array, ""]
+    did_overflow: Bool[Array, ""]
+    cutoff: float = eqx.field(static=True)
+    skin: float = eqx.field(static=True)
+    capacity: int = eqx.field(static=True)
+
+    def mask(self) -> Bool[Array, "*batch capacity"]:
+        """Which slots hold real pairs.
+
+        **Returns:** shape `(capacity,)` (or `(*batch, capacity)` for a batched list),
+        bool: `True` for the real pairs, `False` for the padding.
+
+        **Example:** `n_pairs = jnp.sum(nbrs.mask())`
+        """
+        return self.i < self.reference.shape[-2]
+
+    def result(self) -> RESULTS:
+        """The run-time outcome: `RESULTS.neighbor_overflow` if the list overflowed.
+
+        **Returns:** a [`RESULTS`][sciad.RESULTS] code, `successful` otherwise.
+
+        **Example:** `ok = nbrs.result() == sciad.RESULTS.successful`
+        """
+        return RESULTS.where(self.did_overflow, RESULTS.neighbor_overflow, RESULTS.successful)
+
+
+def _check_space(space: AbstractSpace) -> None:
+    if not isinstance(space, (FreeSpace, PeriodicBox, TriclinicBox)):
+        raise TypeError(
+            "Neighbour lists support FreeSpace, PeriodicBox and TriclinicBox; "
+            f"got {type(space).__name__}."
+        )
+
+
+def _widths(space: PeriodicBox | TriclinicBox) -> Float[Array, " d"]:
+    """Perpendicular widths of the cell along each fractional axis: 1 / |column k of cell⁻¹|."""
+    if isinstance(space, PeriodicBox):
+        return space.lengths
+    return 1.0 / jnp.linalg.norm(jnp.linalg.inv(space.cell), axis=0)
+
+
+def _np_widths(space: PeriodicBox | TriclinicBox) -> np.ndarray:
+    """`_widths` on the host, in float64, for `create`."""
+    if isinstance(space, PeriodicBox):
+        return np.asarray(space.lengths, dtype=np.float64)
+    inv = np.linalg.inv(np.asarray(space.cell, dtype=np.float64))
+    return 1.0 / np.linalg.norm(inv, axis=0)
+
+
+def _fractional(space: PeriodicBox | TriclinicBox, r: Array) -> Array:
+    if isinstance(space, PeriodicBox):
+        return r / space.lengths[None, :]
+    return space.to_fractional(r)
+
+
+def _min_image_sq(space: PeriodicBox | TriclinicBox, ds: Array) -> Array:
+    """|dr|² of the minimum-image displacement for fractional differences `ds` (..., d)."""
+    ds = ds - jnp.round(ds)
+    if isinstance(space, PeriodicBox):
+        lengths = jnp.reshape(space.lengths, (1,) * (ds.ndim - 1) + (-1,))
+        dr = ds * lengths
+    else:
+        dr = ds @ space.cell
+    return jnp.sum(dr * dr, axis=-1)
+
+
+def _compact(
+    mask: Bool[Array, "n k"], i_all: Array, j_all: Array, n: int, capacity: int
+) -> tuple[Array, Array, Array, Array]:
+    """Scatter the `True` entries of `mask` into `capacity` slots (cumsum + scatter)."""
+    mask = mask.reshape(-1)
+    pos = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    count = jnp.sum(mask, dtype=jnp.int32)
+    target = jnp.where(mask & (pos < capacity), pos, capacity)
+    pad = jnp.full((capacity,), n, dtype=jnp.int32)
+    i = pad.at[target].set(i_all.reshape(-1), mode="drop")
+    j = pad.at[target].set(j_all.reshape(-1), mode="drop")
+    return i, j, count, count > capacity
+
+
+def _stencil(grid: tuple[int, ...], periodic: bool) -> np.ndarray:
+    """Static cell offsets, shape (S, d), with no cell visited twice on small periodic grids."""
+    per_axis = []
+    for nk in grid:
+        if nk == 1:
+            per_axis.append((0,))
+        elif periodic and nk == 2:
+            per_axis.append((0, 1))  # -1 ≡ +1 (mod 2)
+        else:
+            per_axis.append((-1, 0, 1))
+    return np.array(list(itertools.product(*per_axis)), dtype=np.int32)
+
+
+def _np_cell_index(
+    space: AbstractSpace, r: np.ndarray, grid: tuple[int, ...], rc: float
+) -> np.ndarray:
+    """Host-side binning at `create` time (mirrors the traced binning in `build`)."""
+    g = np.array(grid)
+    if isinstance(space, FreeSpace):
+        idx = np.floor((r - r.min(axis=0)) / rc).astype(np.int64)
+    else:
+        if isinstance(space, PeriodicBox):
+            s = r / np.asarray(space.lengths, dtype=np.float64)
+        else:
+            assert isinstance(space, TriclinicBox)
+            s = r @ np.linalg.inv(np.asarray(space.cell, dtype=np.float64))
+        s = s - np.floor(s)
+        idx = np.floor(s * g).astype(np.int64)
+    idx = np.clip(idx, 0, g - 1)
+    return np.asarray(np.ravel_multi_index(tuple(idx.T), grid))
+
+
+class NeighborListBuilder(eqx.Module):
+    """Builds [`NeighborList`][sciad.md.NeighborList]s with a static cell grid.
+
+    Make one with [`create`][sciad.md.NeighborListBuilder.create] from a concrete
+    configuration; every field is static (Python ints and floats), so `build` traces
+    once and then runs under `jax.jit`, `jax.vmap` and `jax.grad` with traced
+    positions *and* a traced box.
+
+    The algorithm (cell list, O(N) work plus one integer sort of N cell indices):
+    particles are binned into a grid of cells whose edge is at least `cutoff + skin`
+    (in fractional coordinates for periodic boxes: the cell's perpendicular width
+    along each lattice direction is split into `grid[k]` slabs), with at most
+    `max_per_cell` particles per cell; each particle gathers the candidates from its
+    3^d neighbouring cells, keeps those `j > i` with minimum-image distance below
+    `cutoff + skin`, and the pairs are compacted into `capacity` slots. On a periodic
+    axis with only 1 or 2 cells the stencil is shortened so that no cell is visited
+    twice. Any overflow is reported in `NeighborList.did_overflow`, never hidden.
+
+    **Fields (all static):** `cutoff`, `skin` (length), `capacity` (pairs),
+    `max_per_cell` (particles), `grid` (cells per axis, or `None` for the O(N²)
+    all-pairs build), `space_type` (the space class the grid was made for).
+
+    **Example:**
+
+    ```python
+    space = sciad.md.PeriodicBox(jnp.array([10.0, 10.0, 10.0]))
+    builder = sciad.md.NeighborListBuilder.create(space, r0, cutoff=2.5, skin=0.3)
+    nbrs = jax.jit(builder.build)(space, r0)
+    nbrs = sciad.md.update(builder, nbrs, space, r1)   # rebuilds only if needed
+    ```
+
+    **Reference:** M. P. Allen and D. J. Tildesley, *Computer Simulation of Liquids*,
+    2nd ed. (OUP 2017), §5.3 (Verlet lists) and §5.3.2 (cell structures).
+    """
+
+    cutoff: float = eqx.field(static=True)
+    skin: float = eqx.field(static=True)
+    capacity: int = eqx.field(static=True)
+    max_per_cell: int = eqx.field(static=True)
+    grid: tuple[int, ...] | None = eqx.field(static=True)
+    space_type: type = eqx.field(static=True)
+
+    @classmethod
+    def create(
+        cls,
+        space: AbstractSpace,
+        positions: Float[ArrayLike, "n d"],
+        *,
+        cutoff: float,
+        skin: float,
+        capacity: int | None = None,
+        capacity_factor: float = 1.5,
+        max_per_cell: int | None = None,
+        method: Literal["auto", "cell", "brute"] = "auto",
+    ) -> "NeighborListBuilder":
+        """Choose the static configuration from a concrete space and configuration.
+
+        Call it outside `jit` (it reads the values of `space` and `positions`).
+
+        - Periodic boxes: `grid[k] = floor(w_k / (cutoff + skin))` cells along lattice
+          direction `k`, where `w_k` is the box's perpendicular width (`Lₖ` for
+          [`PeriodicBox`][sciad.md.PeriodicBox]). Needs `cutoff < min_width / 2`
+          (minimum image).
+        - [`FreeSpace`][sciad.md.FreeSpace]: cells of edge `cutoff + skin` on a grid
+          anchored at the traced minimum corner of the positions, covering their
+          initial bounding box plus 25% (and two cells) of headroom; if the cloud
+          grows beyond it, `did_overflow` is set. A grid of more than 8 cells per
+          particle (a dilute cloud) falls back to the all-pairs build.
+
+        **Arguments:**
+
+        - `space`: a `FreeSpace`, `PeriodicBox` or `TriclinicBox` (concrete).
+        - `positions`: shape `(n, d)`, a representative configuration (length).
+        - `cutoff`: the interaction range (length).
+        - `skin`: the extra range kept in the list (length, ≥ 0); rebuild when a
+          particle has moved `skin / 2`.
+        - `capacity`: the number of pair slots; default
+          `ceil(capacity_factor × pairs within cutoff + skin in `positions`)`.
+        - `capacity_factor`: headroom for the default `capacity` and `max_per_cell`.
+        - `max_per_cell`: particle slots per cell; default
+          `ceil(capacity_factor × the fullest cell in `positions`)`.
+        - `method`: `"cell"` (cell list), `"brute"` (all pairs, O(N²)), or `"auto"`:
+          the cell list unless it would examine more candidates per particle than
+          there are particles (small or very clustered systems).
+
+        **Returns:** a `NeighborListBuilder`.
+
+        **Example:**
+
+        ```python
+        builder = sciad.md.NeighborListBuilder.create(
+            sciad.md.PeriodicBox(jnp.array([16.8, 16.8, 16.8])), r, cutoff=2.5, skin=0.3
+        )
+        ```
+        """
+        _check_space(space)
+        try:
+            r = np.asarray(positions, dtype=np.float64)
+        except jax.errors.ConcretizationTypeError as e:  # pragma: no cover - message only
+            raise ValueError("NeighborListBuilder.create needs concrete positions.") from e
+        if r.ndim != 2 or r.shape[0] < 1 or r.shape[1] < 1:
+            raise ValueError(f"positions must have shape (n, d), got {r.shape}.")
+        if not np.all(np.isfinite(r)):
+            raise ValueError("positions must be finite.")
+        n, d = r.shape
+        cutoff, skin = float(cutoff), float(skin)
+        if not cutoff > 0.0 or not skin >= 0.0:
+            raise ValueError(f"Need cutoff > 0 and skin >= 0, got {cutoff} and {skin}.")
+        if not capacity_factor >= 1.0:
+            raise ValueError(f"capacity_factor must be >= 1, got {capacity_factor}.")
+        if method not in ("auto", "cell", "brute"):
+            raise ValueError(f"method must be 'auto', 'cell' or 'brute', got {method!r}.")
+        if capacity is not None and (not isinstance(capacity, (int, np.integer)) or capacity < 1):
+            raise ValueError(f"capacity must be a positive int, got {capacity!r}.")
+        if max_per_cell is not None and (
+            not isinstance(max_per_cell, (int, np.integer)) or max_per_cell < 1
+        ):
+            raise ValueError(f"max_per_cell must be a positive int, got {max_per_cell!r}.")
+        rc = cutoff + skin
+        space_type = type(space)
+
+        if isinstance(space, FreeSpace):
+            ext = np.ptp(r, axis=0)
+            grid = tuple(int(np.floor((1.0 + _FREE_HEADROOM) * e / rc)) + 2 for e in ext)
+            too_big = math.prod(grid) > _FREE_MAX_CELLS_PER_PARTICLE * n + 64
+        else:
+            assert isinstance(space, (PeriodicBox, TriclinicBox))
+            space_d = (
+                np.shape(space.lengths)[0]
+                if isinstance(space, PeriodicBox)
+                else np.shape(space.cell)[0]
+            )
+            if space_d != d:
+                raise ValueError(f"positions have d = {d} but the space has d = {space_d}.")
+            w = _np_widths(space)
+            if not cutoff < 0.5 * float(np.min(w)):
+                raise ValueError(
+                    f"cutoff = {cutoff} must be below half the box's smallest width "
+                    f"({float(np.min(w))}) for the minimum-image convention."
+                )
+            grid = tuple(max(1, int(np.floor(wk / (rc * (1.0 + _EDGE_MARGIN))))) for wk in w)
+            too_big = False
+
+        occupancy = np.bincount(_np_cell_index(space, r, grid, rc), minlength=math.prod(grid))
+        max_occ = int(occupancy.max())
+        if max_per_cell is None:
+            max_per_cell = max(1, math.ceil(capacity_factor * max_occ))
+        n_stencil = _stencil(grid, not isinstance(space, FreeSpace)).shape[0]
+        if method == "brute" or too_big:
+            use_grid = None
+        elif method == "cell":
+            use_grid = grid
+        else:
+            use_grid = grid if n_stencil * max_per_cell < n else None
+
+        if capacity is None:
+            # Measure the pair count with enough cell slots for this configuration.
+            probe = cls(cutoff, skin, 1, max(max_per_cell, max_occ), use_grid, space_type)
+            count = int(probe.build(space, jnp.asarray(positions)).count)
+            capacity = max(1, min(math.ceil(capacity_factor * count), n * (n - 1) // 2))
+        return cls(cutoff, skin, int(capacity), int(max_per_cell), use_grid, space_type)
+
+    def _check(self, space: AbstractSpace, positions: Positions) -> None:
+        if type(space) is not self.space_type:
+            raise TypeError(
+                f"This builder was made for {self.space_type.__name__}, got {type(space).__name__}."
+            )
+        if self.grid is not None and positions.shape[1] != len(self.grid):
+            raise ValueError(
+                f"positions have d = {positions.shape[1]}, the grid has d = {len(self.grid)}."
+            )
+
+    def build(self, space: AbstractSpace, positions: Positions) -> NeighborList:
+        """Build the list from scratch with the cell grid (or all pairs if `grid is None`).
+
+        Traceable: `space` (the box) and `positions` may be traced; works under
+        `jax.jit`, `jax.vmap` and `jax.grad` (no gradient flows through it).
+
+        **Arguments:**
+
+        - `space`: a space of the same class as at `create` (its box may differ, e.g.
+          traced; `did_overflow` is set if a cell edge has become smaller than
+          `cutoff + skin`).
+        - `positions`: shape `(n, d)`, Cartesian positions (length); need not be
+          wrapped into the box.
+
+        **Returns:** a [`NeighborList`][sciad.md.NeighborList].
+
+        **Example:** `nbrs = jax.jit(builder.build)(space, positions)`
+        """
+        self._check(space, positions)
+        if self.grid is None:
+            return self.build_brute_force(space, positions)
+        space = jax.lax.stop_gradient(space)
+        positions = jax.lax.stop_gradient(positions)
+        n, d = positions.shape
+        rc = self.cutoff + self.skin
+        M = self.max_per_cell
+        grid = jnp.asarray(self.grid, dtype=jnp.int32)
+        n_cells = math.prod(self.grid)
+        strides = jnp.asarray(
+            [math.prod(self.grid[k + 1 :]) for k in range(d)], dtype=jnp.int32
+        )  # row-major
+        periodic = not isinstance(space, FreeSpace)
+        dtype = positions.dtype
+
+        # 1. Bin the particles.
+        if isinstance(space, (PeriodicBox, TriclinicBox)):
+            s = _fractional(space, positions)
+            s = s - jnp.floor(s)
+            idx = jnp.floor(s * grid.astype(dtype)[None, :]).astype(jnp.int32)
+            box_overflow = jnp.any(_widths(space) < rc * grid.astype(dtype))
+        else:
+            s = positions
+            origin = jnp.min(positions, axis=0, keepdims=True)
+            idx = jnp.floor((positions - origin) / rc).astype(jnp.int32)
+            box_overflow = jnp.any(idx >= grid[None, :])
+        idx = jnp.clip(idx, 0, grid[None, :] - 1)
+        cell = jnp.sum(idx * strides[None, :], axis=1, dtype=jnp.int32)
+
+        # 2. Fill the (cells + 1 empty) × max_per_cell table; rank within cell via a sort.
+        order = jnp.argsort(cell, stable=True).astype(jnp.int32)
+        sorted_cell = cell[order]
+        counts = jnp.zeros((n_cells,), jnp.int32).at[cell].add(1)
+        starts = jnp.cumsum(counts, dtype=jnp.int32) - counts
+        rank = jnp.arange(n, dtype=jnp.int32) - starts[sorted_cell]
+        cell_overflow = jnp.max(counts) > M
+        slot = jnp.where(rank < M, sorted_cell * M + rank, (n_cells + 1) * M)
+        table = jnp.full(((n_cells + 1) * M,), n, jnp.int32).at[slot].set(order, mode="drop")
+        table = table.reshape(n_cells + 1, M)
+
+        # 3. Candidates from the stencil of neighbouring cells.
+        offsets = jnp.asarray(_stencil(self.grid, periodic))
+        nidx = idx[:, None, :] + offsets[None, :, :]
+        if periodic:
+            nidx = jnp.mod(nidx, grid[None, None, :])
+            ncell = jnp.sum(nidx * strides[None, None, :], axis=-1, dtype=jnp.int32)
+        else:
+            inside = jnp.all((nidx >= 0) & (nidx < grid[None, None, :]), axis=-1)
+            ncell = jnp.where(
+                inside, jnp.sum(nidx * strides[None, None, :], axis=-1, dtype=jnp.int32), n_cells
+            )
+        cand = table[ncell].reshape(n, -1)  # (n, S * M)
+        i_all = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32)[:, None], cand.shape)
+        valid = (cand > i_all) & (cand < n)
+
+        # 4. Distances (minimum image) and compaction.
+        ds = s[:, None, :] - s[cand]  # padding clamps to n - 1; masked by `valid`
+        if isinstance(space, (PeriodicBox, TriclinicBox)):
+            d2 = _min_image_sq(space, ds)
+        else:
+            d2 = jnp.sum(ds * ds, axis=-1)
+        keep = valid & (d2 < rc * rc)
+        i, j, count, pair_overflow = _compact(keep, i_all, cand, n, self.capacity)
+        return NeighborList(
+            i=i,
+            j=j,
+            reference=positions,
+            count=count,
+            did_overflow=pair_overflow | cell_overflow | box_overflow,
+            cutoff=self.cutoff,
+            skin=self.skin,
+            capacity=self.capacity,
+        )
+
+    def build_brute_force(self, space: AbstractSpace, positions: Positions) -> NeighborList:
+        """Build the list by testing all N² pairs (same output format as `build`).
+
+        Faster than the cell list for small systems (a few hundred particles), and an
+        independent reference for it. Memory O(N²).
+
+        **Arguments:**
+
+        - `space`: a space of the same class as at `create` (may be traced).
+        - `positions`: shape `(n, d)`, Cartesian positions (length).
+
+        **Returns:** a [`NeighborList`][sciad.md.NeighborList]; `did_overflow` only
+        reports a pair count above `capacity`.
+
+        **Example:** `nbrs = builder.build_brute_force(space, positions)`
+        """
+        if type(space) is not self.space_type:
+            raise TypeError(
+                f"This builder was made for {self.space_type.__name__}, got {type(space).__name__}."
+            )
+        space = jax.lax.stop_gradient(space)
+        positions = jax.lax.stop_gradient(positions)
+        n = positions.shape[0]
+        rc = self.cutoff + self.skin
+        if isinstance(space, (PeriodicBox, TriclinicBox)):
+            s = _fractional(space, positions)
+            d2 = _min_image_sq(space, s[:, None, :] - s[None, :, :])
+        else:
+            dr = positions[:, None, :] - positions[None, :, :]
+            d2 = jnp.sum(dr * dr, axis=-1)
+        ar = jnp.arange(n, dtype=jnp.int32)
+        i_all = jnp.broadcast_to(ar[:, None], (n, n))
+        j_all = jnp.broadcast_to(ar[None, :], (n, n))
+        keep = (j_all > i_all) & (d2 < rc * rc)
+        i, j, count, overflow = _compact(keep, i_all, j_all, n, self.capacity)
+        return NeighborList(
+            i=i,
+            j=j,
+            reference=positions,
+            count=count,
+            did_overflow=overflow,
+            cutoff=self.cutoff,
+            skin=self.skin,
+            capacity=self.capacity,
+        )
+
+
+def needs_rebuild(nbrs: NeighborList, space: AbstractSpace, positions: Positions) -> BoolScalar:
+    """Whether some particle has moved more than `skin / 2` since the list was built.
+
+    Displacements are minimum-image (`space.displacement`), so wrapping positions
+    back into the box does not trigger a rebuild. A deformed box is not detected by
+    itself: rebuild explicitly after changing the box other than by scaling positions.
+
+    **Arguments:**
+
+    - `nbrs`: the current [`NeighborList`][sciad.md.NeighborList].
+    - `space`: the space (may be traced).
+    - `positions`: shape `(n, d)`, current positions (length).
+
+    **Returns:** shape `()`, bool.
+
+    **Example:** `jax.jit(sciad.md.needs_rebuild)(nbrs, space, positions)`
+    """
+    dr = jax.vmap(space.displacement)(positions, nbrs.reference)
+    return jnp.any(jnp.sum(dr * dr, axis=-1) > (0.5 * nbrs.skin) ** 2)
+
+
+def update(
+    builder: NeighborListBuilder,
+    nbrs: NeighborList,
+    space: AbstractSpace,
+    positions: Positions,
+) -> NeighborList:
+    """Rebuild the list if [`needs_rebuild`][sciad.md.needs_rebuild], else keep it.
+
+    Uses `jax.lax.cond`, so the build only runs when needed. Under `jax.vmap` with a
+    batched predicate, `cond` becomes a `select` that runs *both* branches for every
+    batch element: the build cost is then paid every step (results are still right).
+    Overflow is sticky until the next rebuild; check `did_overflow` (or `result()`)
+    after a run, and make a larger builder if it is set.
+
+    **Arguments:**
+
+    - `builder`: the [`NeighborListBuilder`][sciad.md.NeighborListBuilder] that made
+      `nbrs`.
+    - `nbrs`: the current list.
+    - `space`: the space (may be traced).
+    - `positions`: shape `(n, d)`, current positions (length).
+
+    **Returns:** a [`NeighborList`][sciad.md.NeighborList], rebuilt at `positions` or
+    unchanged.
+
+    **Example:**
+
+    ```python
+    def step(carry, _):
+        r, nbrs = carry
+        r = r + dt * velocity(r, nbrs)
+        return (r, sciad.md.update(builder, nbrs, space, r)), None
+    ```
+    """
+    return jax.lax.cond(
+        needs_rebuild(nbrs, space, positions),
+        lambda: builder.build(space, positions),
+        lambda: nbrs,
+    )
+
+
+__all__ = ["NeighborList", "NeighborListBuilder", "needs_rebuild", "update"]

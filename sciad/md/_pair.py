@@ -1,0 +1,264 @@
+"""Pair potentials: the user writes the energy of one pair; sciad lifts it to the system."""
+
+import abc
+from typing import ClassVar, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._core._types import FloatScalar, RealScalarLike
+
+
+def _param():
+    return eqx.field(converter=jnp.asarray)
+
+
+class AbstractPairPotential(eqx.Module):
+    """The energy of one pair as a function of its distance r.
+
+    Implement [`pair_energy`][sciad.md.AbstractPairPotential.pair_energy] for a single
+    pair with scalar parameters; sciad vmaps it over pairs, applies the cut-off and
+    masks (with gradient-safe double `where`), and mixes species. Parameters may also be
+    `(n_species, n_species)` matrices: the pair's entry `[s_i, s_j]` is used. Potentials
+    add with `+`.
+
+    **Example:**
+
+    ```python
+    class Harmonic(sciad.md.AbstractPairPotential):
+        k: jax.Array = eqx.field(converter=jnp.asarray)
+        r0: jax.Array = eqx.field(converter=jnp.asarray)
+
+        def pair_energy(self, r):
+            return 0.5 * self.k * (r - self.r0) ** 2
+    ```
+    """
+
+    @abc.abstractmethod
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """Energy (energy units) of one pair at distance `r` > 0 (length units), scalar."""
+
+    def range(self) -> float:
+        """The interaction range (length units): `inf` unless truncated."""
+        return float("inf")
+
+    def __add__(self, other: "AbstractPairPotential") -> "PairSum":
+        return PairSum((self, other))
+
+    def for_species(self, si: jax.Array, sj: jax.Array) -> "AbstractPairPotential":
+        """This potential with every `(n_species, n_species)` parameter indexed at `[si, sj]`."""
+        return jax.tree.map(lambda x: x[si, sj] if jnp.ndim(x) == 2 else x, self)
+
+
+class PairSum(AbstractPairPotential):
+    """The sum of pair potentials, built by `a + b`.
+
+    **Example:** `sciad.md.LennardJones(1.0, 1.0) + sciad.md.Yukawa(0.5, 2.0)`
+    """
+
+    terms: tuple[AbstractPairPotential, ...]
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """Σ terms."""
+        return sum((t.pair_energy(r) for t in self.terms[1:]), self.terms[0].pair_energy(r))
+
+    def range(self) -> float:
+        """The largest range of the terms."""
+        return max(t.range() for t in self.terms)
+
+
+class LennardJones(AbstractPairPotential):
+    """Lennard-Jones 12-6: u(r) = 4ε[(σ/r)¹² − (σ/r)⁶].
+
+    **Arguments:** `sigma` σ (length), `epsilon` ε (energy); scalars or
+    `(n_species, n_species)` matrices (see [`lorentz_berthelot`][sciad.md.lorentz_berthelot]).
+    Untruncated: wrap in [`Truncated`][sciad.md.Truncated] for a cut-off.
+    Reference: Jones, Proc. R. Soc. A 106, 463 (1924).
+
+    **Example:** `sciad.md.Truncated(sciad.md.LennardJones(sigma=1.0, epsilon=1.0), cutoff=2.5)`
+    """
+
+    sigma: jax.Array = _param()
+    epsilon: jax.Array = _param()
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """4ε[(σ/r)¹² − (σ/r)⁶]."""
+        x6 = (self.sigma / r) ** 6
+        return 4 * self.epsilon * (x6 * x6 - x6)
+
+
+class Morse(AbstractPairPotential):
+    """Morse: u(r) = D[(1 − e^{−α(r − r₀)})² − 1], minimum −D at r₀, zero at infinity.
+
+    **Arguments:** `depth` D (energy), `alpha` α (1/length), `r0` r₀ (length).
+    Reference: Morse, Phys. Rev. 34, 57 (1929).
+
+    **Example:** `sciad.md.Morse(depth=1.0, alpha=5.0, r0=1.0)`
+    """
+
+    depth: jax.Array = _param()
+    alpha: jax.Array = _param()
+    r0: jax.Array = _param()
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """D[(1 − e^{−α(r − r₀)})² − 1]."""
+        return self.depth * ((1 - jnp.exp(-self.alpha * (r - self.r0))) ** 2 - 1)
+
+
+class SoftSphere(AbstractPairPotential):
+    """Soft sphere: u(r) = (ε/α)(1 − r/σ)^α for r < σ, else 0 (contact range σ).
+
+    **Arguments:** `sigma` σ (length, the contact diameter), `epsilon` ε (energy),
+    `alpha` α (dimensionless stiffness exponent, default 2: harmonic).
+    Reference: Durian, Phys. Rev. Lett. 75, 4780 (1995).
+
+    **Example:** `sciad.md.SoftSphere(sigma=1.0, epsilon=1.0)`
+    """
+
+    sigma: jax.Array = _param()
+    epsilon: jax.Array = _param()
+    alpha: jax.Array = eqx.field(converter=jnp.asarray, default=2.0)
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """(ε/α)(1 − r/σ)^α inside contact."""
+        overlap = jnp.maximum(1 - r / self.sigma, 0.0)
+        return self.epsilon / self.alpha * overlap**self.alpha
+
+    def range(self) -> float:
+        """σ (concrete values only)."""
+        return float(np.max(np.asarray(self.sigma)))
+
+
+class Yukawa(AbstractPairPotential):
+    """Screened Coulomb (Yukawa): u(r) = A e^{−κr} / r.
+
+    **Arguments:** `amplitude` A (energy·length), `kappa` κ (inverse screening
+    length, 1/length). Reference: Yukawa, Proc. Phys.-Math. Soc. Japan 17, 48 (1935).
+
+    **Example:** `sciad.md.Truncated(sciad.md.Yukawa(amplitude=1.0, kappa=2.0), cutoff=3.0)`
+    """
+
+    amplitude: jax.Array = _param()
+    kappa: jax.Array = _param()
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """A e^{−κr}/r."""
+        return self.amplitude * jnp.exp(-self.kappa * r) / r
+
+
+class GaussianCore(AbstractPairPotential):
+    """Gaussian core: u(r) = ε exp(−(r/σ)²), bounded at r = 0.
+
+    **Arguments:** `epsilon` ε (energy), `sigma` σ (length).
+    Reference: Stillinger, J. Chem. Phys. 65, 3968 (1976).
+
+    **Example:** `sciad.md.Truncated(sciad.md.GaussianCore(epsilon=1.0, sigma=1.0), cutoff=3.0)`
+    """
+
+    epsilon: jax.Array = _param()
+    sigma: jax.Array = _param()
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """ε exp(−(r/σ)²)."""
+        return self.epsilon * jnp.exp(-((r / self.sigma) ** 2))
+
+
+class Truncated(AbstractPairPotential):
+    """A pair potential cut off at r_c, optionally shifted.
+
+    - `shift="none"`: u(r) for r < r_c, 0 beyond (energy jumps at r_c).
+    - `shift="energy"`: u(r) − u(r_c): continuous energy, force jumps.
+    - `shift="force"`: u(r) − u(r_c) − (r − r_c) u′(r_c): energy and force continuous.
+
+    Reference: Allen & Tildesley, *Computer Simulation of Liquids* (2017), §2.8.
+
+    **Arguments:** `potential` (an `AbstractPairPotential`), `cutoff` r_c (length,
+    static: it fixes neighbour-list sizes), `shift` as above.
+
+    **Example:** `sciad.md.Truncated(sciad.md.LennardJones(1.0, 1.0), cutoff=2.5, shift="force")`
+    """
+
+    potential: AbstractPairPotential
+    cutoff: float = eqx.field(static=True)
+    shift: Literal["none", "energy", "force"] = eqx.field(static=True, default="none")
+    shifts: ClassVar[tuple[str, ...]] = ("none", "energy", "force")
+
+    def __check_init__(self):
+        if self.shift not in self.shifts:
+            raise ValueError(f"shift must be one of {self.shifts}, got {self.shift!r}.")
+        if not self.cutoff > 0:
+            raise ValueError(f"cutoff must be positive, got {self.cutoff}.")
+
+    def pair_energy(self, r: FloatScalar) -> FloatScalar:
+        """The truncated, shifted energy; zero at and beyond the cut-off."""
+        rc = jnp.asarray(self.cutoff, dtype=jnp.result_type(r))
+        inside = r < rc
+        rs = jnp.where(inside, r, rc)  # double where: no gradient from the far branch
+        u = self.potential.pair_energy(rs)
+        if self.shift != "none":
+            u = u - self.potential.pair_energy(rc)
+        if self.shift == "force":
+            du_rc = jax.grad(self.potential.pair_energy)(rc)
+            u = u - (rs - rc) * du_rc
+        return jnp.where(inside, u, 0.0)
+
+    def range(self) -> float:
+        """The cut-off r_c."""
+        return self.cutoff
+
+
+def wca(sigma: RealScalarLike, epsilon: RealScalarLike) -> Truncated:
+    """The Weeks–Chandler–Andersen potential: LJ cut at 2^{1/6}σ and shifted up by ε.
+
+    Purely repulsive; energy and force vanish continuously at r = 2^{1/6}σ.
+    Reference: Weeks, Chandler & Andersen, J. Chem. Phys. 54, 5237 (1971).
+
+    **Arguments:** `sigma` σ (length, a concrete scalar: it fixes the cut-off),
+    `epsilon` ε (energy).
+
+    **Returns:** a [`Truncated`][sciad.md.Truncated] Lennard-Jones, energy-shifted.
+
+    **Example:** `sciad.md.wca(sigma=1.0, epsilon=1.0)`
+    """
+    cutoff = 2 ** (1 / 6) * float(np.asarray(sigma))
+    return Truncated(
+        LennardJones(jnp.asarray(sigma), jnp.asarray(epsilon)), cutoff=cutoff, shift="energy"
+    )
+
+
+def lorentz_berthelot(sigma: jax.Array, epsilon: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Lorentz–Berthelot mixing: σᵢⱼ = (σᵢ + σⱼ)/2, εᵢⱼ = √(εᵢ εⱼ).
+
+    **Arguments:** `sigma`, `epsilon`: shape `(n_species,)` per-species values.
+
+    **Returns:** `(sigma_ij, epsilon_ij)`, each `(n_species, n_species)`.
+    Reference: Lorentz, Ann. Phys. 248, 127 (1881); Berthelot, C. R. 126, 1703 (1898).
+
+    **Example:** `sciad.md.LennardJones(*sciad.md.lorentz_berthelot(jnp.array([1.0, 1.2]), jnp.array([1.0, 0.5])))`
+    """
+    sigma, epsilon = jnp.asarray(sigma), jnp.asarray(epsilon)
+    return (sigma[:, None] + sigma[None, :]) / 2, jnp.sqrt(epsilon[:, None] * epsilon[None, :])
+
+
+def lj_tail_corrections(
+    sigma: RealScalarLike, epsilon: RealScalarLike, cutoff: RealScalarLike, density: RealScalarLike
+) -> tuple[jax.Array, jax.Array]:
+    """Analytic long-range corrections of a plainly truncated LJ fluid (g(r) = 1 beyond r_c).
+
+    Energy per particle: (8/3)πρεσ³[(1/3)(σ/r_c)⁹ − (σ/r_c)³];
+    pressure: (16/3)πρ²εσ³[(2/3)(σ/r_c)⁹ − (σ/r_c)³].
+    Reference: Allen & Tildesley (2017), §2.8, eqs. (2.144)–(2.145).
+
+    **Arguments:** `sigma`, `epsilon`, `cutoff` r_c, number `density` ρ (1/length³).
+
+    **Returns:** `(energy_per_particle, pressure)` corrections (energy; energy/length³).
+
+    **Example:** `de, dp = sciad.md.lj_tail_corrections(1.0, 1.0, 2.5, 0.84)`
+    """
+    s3 = jnp.asarray(sigma) ** 3
+    x3 = (jnp.asarray(sigma) / cutoff) ** 3
+    e = (8 / 3) * jnp.pi * density * epsilon * s3 * (x3**3 / 3 - x3)
+    p = (16 / 3) * jnp.pi * density**2 * epsilon * s3 * (2 * x3**3 / 3 - x3)
+    return jnp.asarray(e), jnp.asarray(p)
