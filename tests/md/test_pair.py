@@ -188,3 +188,19 @@ def test_periodic_wrap_maps_into_the_box():
     box = md.PeriodicBox(jnp.array([2.0, 3.0, 4.0]))
     r = jnp.array([[-0.5, 3.5, 9.0], [1.0, -7.0, 4.0]])
     assert np.allclose(box.wrap(r), [[1.5, 0.5, 1.0], [1.0, 2.0, 0.0]])
+
+
+def test_lj_matches_ase_calculator(config):
+    """ASE's LennardJones (energy shifted to zero at rc, as ASE does) as an independent reference."""
+    ase = pytest.importorskip("ase")
+    from ase.calculators.lj import LennardJones as AseLJ
+
+    q, box = config
+    atoms = ase.Atoms("Ar" * len(q), positions=q, cell=np.diag(box), pbc=True)
+    atoms.calc = AseLJ(sigma=1.0, epsilon=1.0, rc=2.5, smooth=False)
+    pot = md.Truncated(md.LennardJones(1.0, 1.0), cutoff=2.5, shift="energy")
+    system = md.MDSystem(md.PeriodicBox(jnp.asarray(box)), pot, masses=jnp.ones(len(q)))
+    assert np.isclose(
+        system.potential_energy(jnp.asarray(q)), atoms.get_potential_energy(), rtol=1e-10
+    )
+    assert np.allclose(system.force(0.0, jnp.asarray(q)), atoms.get_forces(), rtol=1e-8, atol=1e-10)
