@@ -124,6 +124,14 @@ def _fractional(space: PeriodicBox | TriclinicBox, r: Array) -> Array:
     return space.to_fractional(r)
 
 
+def _sq_dist(space: AbstractSpace, ds: Array) -> Array:
+    """Squared distances of coordinate differences `ds`: fractional with minimum image in
+    periodic spaces, Cartesian in free space."""
+    if isinstance(space, (PeriodicBox, TriclinicBox)):
+        return _min_image_sq(space, ds)
+    return jnp.sum(ds * ds, axis=-1)
+
+
 def _min_image_sq(space: PeriodicBox | TriclinicBox, ds: Array) -> Array:
     """|dr|² of the minimum-image displacement for fractional differences `ds` (..., d)."""
     ds = ds - jnp.round(ds)
@@ -428,11 +436,7 @@ class NeighborListBuilder(eqx.Module):
         valid = (cand > i_all) & (cand < n)
 
         # 4. Distances (minimum image) and compaction.
-        ds = s[:, None, :] - s[cand]  # padding clamps to n - 1; masked by `valid`
-        if isinstance(space, (PeriodicBox, TriclinicBox)):
-            d2 = _min_image_sq(space, ds)
-        else:
-            d2 = jnp.sum(ds * ds, axis=-1)
+        d2 = _sq_dist(space, s[:, None, :] - s[cand])  # padding clamps to n − 1; masked
         keep = valid & (d2 < rc * rc)
         i, j, count, pair_overflow = _compact(keep, i_all, cand, n, self.capacity)
         return NeighborList(
@@ -470,12 +474,12 @@ class NeighborListBuilder(eqx.Module):
         positions = jax.lax.stop_gradient(positions)
         n = positions.shape[0]
         rc = self.cutoff + self.skin
-        if isinstance(space, (PeriodicBox, TriclinicBox)):
-            s = _fractional(space, positions)
-            d2 = _min_image_sq(space, s[:, None, :] - s[None, :, :])
-        else:
-            dr = positions[:, None, :] - positions[None, :, :]
-            d2 = jnp.sum(dr * dr, axis=-1)
+        s = (
+            _fractional(space, positions)
+            if isinstance(space, (PeriodicBox, TriclinicBox))
+            else positions
+        )
+        d2 = _sq_dist(space, s[:, None, :] - s[None, :, :])
         ar = jnp.arange(n, dtype=jnp.int32)
         i_all = jnp.broadcast_to(ar[:, None], (n, n))
         j_all = jnp.broadcast_to(ar[None, :], (n, n))
