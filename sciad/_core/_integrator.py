@@ -7,6 +7,7 @@ import equinox as eqx
 import jax
 
 from ._model import AbstractModel, AbstractSeparableModel
+from ._results import RESULTS
 from ._types import Anything, RealScalarLike, State
 
 
@@ -52,6 +53,15 @@ class AbstractIntegrator(eqx.Module):
         state: Anything,
     ) -> tuple[State, Anything]:
         """Advance `y` from `t` to `t + dt`; returns the new state and integrator state."""
+
+    def status(self, state: Anything) -> RESULTS:
+        """A result code read from the final integrator state; `successful` by default.
+
+        Integrators that carry failure flags (a neighbour-list overflow, say) report
+        them here; `simulate` folds the code into `Trajectory.result` (after the
+        non-finite check) and raises it with `throw=True`.
+        """
+        return RESULTS.successful
 
 
 class AbstractSplittingIntegrator(AbstractIntegrator):

@@ -371,7 +371,7 @@ def _run(
         _none,
         good,
     )
-    result = RESULTS.where(bad, RESULTS.nonfinite_state, RESULTS.successful)
+    result = RESULTS.where(bad, RESULTS.nonfinite_state, integrator.status(istate))
     stats = {"num_steps": k, "first_nonfinite_step": first_bad}
     return Trajectory(ts, ys, t1, y1, istate, result, stats)
 

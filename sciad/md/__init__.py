@@ -37,6 +37,7 @@ from ._pair import (
     wca as wca,
     Yukawa as Yukawa,
 )
+from ._run import NeighborListIntegrator as NeighborListIntegrator
 from ._space import (
     AbstractSpace as AbstractSpace,
     FreeSpace as FreeSpace,

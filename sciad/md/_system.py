@@ -8,6 +8,7 @@ import numpy as np
 
 from .._core._model import AbstractSeparableModel
 from .._core._types import FloatScalar, FloatVector, Positions, RealScalarLike, State
+from ._neighbors import NeighborList
 from ._pair import AbstractPairPotential
 from ._space import AbstractSpace
 
@@ -70,8 +71,9 @@ class MDSystem(AbstractSeparableModel):
 
     H(q, p) = Σᵢ |pᵢ|²/(2mᵢ) + Σ_{i<j} u(|qᵢ − qⱼ|). Forces are −∂U/∂q by autodiff. Run
     it with `sciad.simulate` and any splitting integrator (NVE with `VelocityVerlet`).
-    In this release the energy sums over all pairs (O(N²)), which suits a few hundred
-    particles; neighbour lists (`sciad.md` roadmap) take over for large systems.
+    Without a neighbour list the energy sums over all pairs (O(N²)), which suits a few
+    hundred particles; run with [`NeighborListIntegrator`][sciad.md.NeighborListIntegrator]
+    for larger systems.
 
     **Arguments:**
 
@@ -79,6 +81,9 @@ class MDSystem(AbstractSeparableModel):
     - `potential`: an `AbstractPairPotential`.
     - `masses`: shape `(n,)` (mass units).
     - `species`: optional shape `(n,)` integer species for matrix-valued parameters.
+    - `neighbors`: optional [`NeighborList`][sciad.md.NeighborList] whose pairs the
+      energy sums over (set by [`NeighborListIntegrator`][sciad.md.NeighborListIntegrator]
+      during a run); all pairs when `None`.
 
     **State:** `(q, p)`, positions and momenta, each shape `(n, d)`.
 
@@ -95,6 +100,7 @@ class MDSystem(AbstractSeparableModel):
     potential: AbstractPairPotential
     masses: FloatVector = eqx.field(converter=jnp.asarray)
     species: Int[Array, " n"] | None = None
+    neighbors: NeighborList | None = None
 
     def __check_init__(self):
         if np.ndim(self.masses) != 1:
@@ -106,8 +112,12 @@ class MDSystem(AbstractSeparableModel):
             )
 
     def potential_energy(self, q: Positions) -> FloatScalar:
-        """U(q): the pair energy over all pairs (energy units)."""
-        return pair_energy_sum(self.potential, self.space, q, all_pairs(q.shape[0]), self.species)
+        """U(q): the pair energy over `neighbors`' pairs if set, else all pairs (energy units)."""
+        if self.neighbors is None:
+            pairs = all_pairs(q.shape[0])
+        else:
+            pairs = (self.neighbors.i, self.neighbors.j, self.neighbors.mask())
+        return pair_energy_sum(self.potential, self.space, q, pairs, self.species)
 
     def velocity(self, t: RealScalarLike, p: State) -> State:
         """dq/dt = p/m."""
