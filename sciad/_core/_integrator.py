@@ -54,6 +54,14 @@ class AbstractIntegrator(eqx.Module):
     ) -> tuple[State, Anything]:
         """Advance `y` from `t` to `t + dt`; returns the new state and integrator state."""
 
+    def refresh(
+        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
+    ) -> Anything:
+        """The state with what it caches from the model recomputed (after the model
+        changed, e.g. a new neighbour list), keeping the rest (a random key, say).
+        Default: a fresh `init`."""
+        return self.init(model, t, y)
+
     def status(self, state: Anything) -> RESULTS:
         """A result code read from the final integrator state; `successful` by default.
 

@@ -223,12 +223,21 @@ def simulate(
             ),
         )
     if throw:
-        traj = traj.result.error_if(traj, traj.result != RESULTS.successful)
+        # The check is tied to every array of the trajectory except PRNG keys, which
+        # equinox's error_if cannot carry.
+        checked, rest = eqx.partition(traj, _not_key)
+        checked = traj.result.error_if(checked, traj.result != RESULTS.successful)
+        traj = eqx.combine(checked, rest)
     return traj
 
 
+def _not_key(x: Anything) -> bool:
+    return eqx.is_array(x) and not jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
 def _tree_where(pred: Anything, a: Anything, b: Anything) -> Anything:
-    return jax.tree.map(lambda x, y: jnp.where(pred, x, y), a, b)
+    """Leafwise select on a scalar predicate (works for every dtype, PRNG keys included)."""
+    return jax.tree.map(lambda x, y: jax.lax.select(pred, x, y), a, b)
 
 
 def _all_finite(y: State) -> Anything:

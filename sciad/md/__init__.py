@@ -49,3 +49,4 @@ from ._system import (
     MDSystem as MDSystem,
     pair_energy_sum as pair_energy_sum,
 )
+from ._thermostat import LangevinBAOAB as LangevinBAOAB

@@ -29,8 +29,8 @@ class NeighborListIntegrator(AbstractIntegrator):
     evaluation of the step: if a particle's displacement since the last build, plus
     twice the distance the fastest particle covers in the step's drifts, exceeds half
     the skin (`lax.cond`: the build runs only when needed).
-    After a rebuild the inner integrator's state is re-initialised, so a force cached
-    with the old list is recomputed with the new one. Forces then equal the all-pairs
+    After a rebuild the inner integrator's state is refreshed (`refresh`), so a force
+    cached with the old list is recomputed with the new one (a thermostat's key is kept). Forces then equal the all-pairs
     forces (tested to 1e-9 with a skin as small as 0.05). An overflow (too many pairs, a
     full cell, a box shrunk below the grid) is sticky and reported as
     `RESULTS.neighbor_overflow`: with `throw=True` the run raises; with `throw=False`
@@ -81,7 +81,9 @@ class NeighborListIntegrator(AbstractIntegrator):
         rebuild = self._needs_rebuild(model, nbrs, dt, y)
         nbrs = jax.lax.cond(rebuild, lambda: self.builder.build(model.space, y[0]), lambda: nbrs)
         m = _with_list(model, nbrs)
-        inner = jax.lax.cond(rebuild, lambda: self.integrator.init(m, t, y), lambda: inner)
+        inner = jax.lax.cond(
+            rebuild, lambda: self.integrator.refresh(m, t, y, inner), lambda: inner
+        )
         y, inner = self.integrator.step(m, t, dt, y, inner)
         return y, (inner, nbrs, overflow | nbrs.did_overflow)
 
