@@ -24,6 +24,13 @@ from ._neighbors import (
     NeighborListBuilder as NeighborListBuilder,
     update as update,
 )
+from ._observables import (
+    mean_squared_displacement as mean_squared_displacement,
+    pressure as pressure,
+    radial_distribution as radial_distribution,
+    stress_tensor as stress_tensor,
+    virial_tensor as virial_tensor,
+)
 from ._pair import (
     AbstractPairPotential as AbstractPairPotential,
     GaussianCore as GaussianCore,

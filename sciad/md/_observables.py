@@ -1,0 +1,134 @@
+"""Observables of MD configurations and trajectories: pressure, stress, g(r), MSD."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from .._core._types import FloatScalar, Positions
+from ._space import AbstractSpace
+from ._system import all_pairs, MDSystem, Pairs
+
+
+def _pairs_of(system: MDSystem, q: Positions) -> Pairs:
+    if system.neighbors is None:
+        return all_pairs(q.shape[0])
+    return system.neighbors.i, system.neighbors.j, system.neighbors.mask()
+
+
+def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
+    """The configurational virial W_ab = −Σ_{i<j} r_a r_b u′(r)/r over interacting pairs.
+
+    For a pair potential this equals −∂U/∂ε_ab under a homogeneous strain ε of the
+    positions (and box). Masked pairs contribute exactly zero.
+
+    **Arguments:** `system` (an `MDSystem`), `q`: positions, shape `(n, d)`.
+
+    **Returns:** shape `(d, d)` (energy units), symmetric.
+
+    **Example:** `W = sciad.md.virial_tensor(system, q)`
+    """
+    i, j, mask = _pairs_of(system, q)
+    n = q.shape[0]
+    ii, jj = jnp.minimum(i, n - 1), jnp.minimum(j, n - 1)
+    dr = jax.vmap(system.space.displacement)(q[ii], q[jj])
+    real = mask & (i != j)
+    r = jnp.sqrt(jnp.where(real, jnp.sum(dr**2, axis=-1), 1.0))
+    pot = system.potential
+    if system.species is None:
+        du = jax.vmap(jax.grad(pot.pair_energy))(r)
+    else:
+        sp = system.species
+        du = jax.vmap(lambda a, b, x: jax.grad(pot.for_species(a, b).pair_energy)(x))(
+            sp[ii], sp[jj], r
+        )
+    w = jnp.where(real, -du / r, 0.0)
+    return jnp.einsum("p,pa,pb->ab", w, dr, dr)
+
+
+def stress_tensor(system: MDSystem, q: Positions, p: Positions) -> Float[Array, "d d"]:
+    """The pressure tensor P_ab = (Σᵢ p_a p_b / mᵢ + W_ab) / V (virial route).
+
+    **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
+
+    **Returns:** shape `(d, d)` (energy/length^d); its trace over d is the pressure.
+    Reference: Allen & Tildesley (2017), §2.4.
+
+    **Example:** `P = sciad.md.stress_tensor(system, q, p)`
+    """
+    kinetic = jnp.einsum("na,nb->ab", p / system.masses[:, None], p)
+    return (kinetic + virial_tensor(system, q)) / system.space.volume()
+
+
+def pressure(system: MDSystem, q: Positions, p: Positions) -> FloatScalar:
+    """The instantaneous pressure tr(P)/d = (2K + tr W)/(d V).
+
+    **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
+
+    **Returns:** a scalar (energy/length^d). Add `lj_tail_corrections` for a truncated
+    LJ fluid.
+
+    **Example:** `P = sciad.md.pressure(system, q, p)`
+    """
+    return jnp.trace(stress_tensor(system, q, p)) / q.shape[1]
+
+
+def _shell_volume(r_lo: Array, r_hi: Array, d: int) -> Array:
+    c = math.pi ** (d / 2) / math.gamma(d / 2 + 1)  # volume of the unit d-ball
+    return c * (r_hi**d - r_lo**d)
+
+
+def radial_distribution(
+    space: AbstractSpace,
+    q: Positions,
+    r_max: float,
+    n_bins: int,
+    smoothing: float | None = None,
+) -> tuple[Float[Array, " bins"], Float[Array, " bins"]]:
+    """The radial distribution function g(r) of one configuration (all pairs).
+
+    g(r) = V / (N(N−1)/2) · (pairs in the shell at r) / (shell volume), so an ideal
+    gas gives g = 1 exactly; the coordination number is then ((N−1)/V) ∫ g dV. With
+    `smoothing` = s, each pair adds a Gaussian of width s instead of a histogram count,
+    so g is differentiable in the positions (and in potential parameters through a
+    trajectory).
+
+    **Arguments:** `space` (a periodic space: it sets the volume), `q`: shape `(n, d)`,
+    `r_max` (≤ half the box width), `n_bins`, `smoothing` (length) or `None`.
+
+    **Returns:** `(r, g)`: bin centres and g(r), each shape `(n_bins,)`.
+
+    **Example:** `r, g = sciad.md.radial_distribution(space, q, r_max=3.0, n_bins=150)`
+    """
+    n, d = q.shape
+    i, j, _ = all_pairs(n)
+    dist = jnp.linalg.norm(jax.vmap(space.displacement)(q[i], q[j]), axis=-1)
+    edges = jnp.linspace(0.0, r_max, n_bins + 1, dtype=q.dtype)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    if smoothing is None:
+        counts = jnp.histogram(dist, bins=edges)[0].astype(q.dtype)
+    else:
+        width = edges[1] - edges[0]
+        z = (centres[None, :] - dist[:, None]) / smoothing
+        counts = (
+            jnp.sum(jnp.exp(-0.5 * z**2), axis=0) * width / (smoothing * math.sqrt(2 * math.pi))
+        )
+    ideal = (n * (n - 1) / 2) / space.volume() * _shell_volume(edges[:-1], edges[1:], d)
+    return centres, counts / ideal
+
+
+def mean_squared_displacement(positions: Float[Array, "frames n d"]) -> Float[Array, " frames"]:
+    """MSD(t_k) = ⟨|q(t_k) − q(t_0)|²⟩ over particles, from saved unwrapped positions.
+
+    `MDSystem` never wraps positions, so saved positions are unwrapped. The diffusion
+    coefficient is the long-time slope over 2d (Einstein relation).
+
+    **Arguments:** `positions`: shape `(frames, n, d)`, e.g. `traj.ys[0]` when saving
+    the state.
+
+    **Returns:** shape `(frames,)` (length²).
+
+    **Example:** `msd = sciad.md.mean_squared_displacement(traj.ys[0])`
+    """
+    return jnp.mean(jnp.sum((positions - positions[:1]) ** 2, axis=-1), axis=-1)
