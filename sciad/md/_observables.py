@@ -6,15 +6,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .._core._geometry import safe_norm
 from .._core._types import FloatScalar, Positions
 from ._space import AbstractSpace
-from ._system import all_pairs, MDSystem, Pairs
-
-
-def _pairs_of(system: MDSystem, q: Positions) -> Pairs:
-    if system.neighbors is None:
-        return all_pairs(q.shape[0])
-    return system.neighbors.i, system.neighbors.j, system.neighbors.mask()
+from ._system import all_pairs, MDSystem, pair_displacements, per_pair
 
 
 def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
@@ -29,20 +24,11 @@ def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
 
     **Example:** `W = sciad.md.virial_tensor(system, q)`
     """
-    i, j, mask = _pairs_of(system, q)
-    n = q.shape[0]
-    ii, jj = jnp.minimum(i, n - 1), jnp.minimum(j, n - 1)
-    dr = jax.vmap(system.space.displacement)(q[ii], q[jj])
-    real = mask & (i != j)
-    r = jnp.sqrt(jnp.where(real, jnp.sum(dr**2, axis=-1), 1.0))
-    pot = system.potential
-    if system.species is None:
-        du = jax.vmap(jax.grad(pot.pair_energy))(r)
-    else:
-        sp = system.species
-        du = jax.vmap(lambda a, b, x: jax.grad(pot.for_species(a, b).pair_energy)(x))(
-            sp[ii], sp[jj], r
-        )
+    ii, jj, dr, real = pair_displacements(system.space, q, system.pairs(q))
+    r = safe_norm(dr, real)
+    du = per_pair(
+        lambda pot: jax.grad(pot.pair_energy), system.potential, system.species, ii, jj, r
+    )
     w = jnp.where(real, -du / r, 0.0)
     return jnp.einsum("p,pa,pb->ab", w, dr, dr)
 

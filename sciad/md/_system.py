@@ -1,11 +1,14 @@
 """An MD system as a separable model: space + potential + masses (+ species)."""
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Int
+from jaxtyping import Array, Bool, Float, Int
 import numpy as np
 
+from .._core._geometry import safe_norm
 from .._core._model import AbstractSeparableModel
 from .._core._types import FloatScalar, FloatVector, Positions, RealScalarLike, State
 from ._neighbors import NeighborList
@@ -50,20 +53,42 @@ def pair_energy_sum(
 
     **Example:** `sciad.md.pair_energy_sum(lj, space, q, sciad.md.all_pairs(len(q)))`
     """
+    ii, jj, dr, real = pair_displacements(space, positions, pairs)
+    r = safe_norm(dr, real)
+    u = per_pair(lambda pot: pot.pair_energy, potential, species, ii, jj, r)
+    return jnp.sum(jnp.where(real, u, 0.0))
+
+
+def pair_displacements(
+    space: AbstractSpace, positions: Positions, pairs: Pairs
+) -> tuple[Int[Array, " m"], Int[Array, " m"], Float[Array, "m d"], Bool[Array, " m"]]:
+    """Minimum-image displacements of listed pairs, and which pairs are real.
+
+    Sentinel indices (`n`, for padding) are clamped to valid ones; their pairs, and
+    i = j, are marked not real.
+
+    **Returns:** `(i, j, dr, real)`: clamped indices, r_i − r_j with shape `(m, d)`,
+    and a mask.
+    """
     i, j, mask = pairs
     n = positions.shape[0]
     ii, jj = jnp.minimum(i, n - 1), jnp.minimum(j, n - 1)
     dr = jax.vmap(space.displacement)(positions[ii], positions[jj])
-    r2 = jnp.sum(dr**2, axis=-1)
-    real = mask & (i != j)
-    r = jnp.sqrt(jnp.where(real, r2, 1.0))
+    return ii, jj, dr, mask & (i != j)
+
+
+def per_pair(
+    fn: Callable[[AbstractPairPotential], Callable],
+    potential: AbstractPairPotential,
+    species: Int[Array, " n"] | None,
+    ii: Int[Array, " m"],
+    jj: Int[Array, " m"],
+    r: Float[Array, " m"],
+) -> Float[Array, " m"]:
+    """`fn(potential)(r)` for each pair, with the pair's species parameters if given."""
     if species is None:
-        u = jax.vmap(potential.pair_energy)(r)
-    else:
-        u = jax.vmap(lambda a, b, x: potential.for_species(a, b).pair_energy(x))(
-            species[ii], species[jj], r
-        )
-    return jnp.sum(jnp.where(real, u, 0.0))
+        return jax.vmap(fn(potential))(r)
+    return jax.vmap(lambda a, b, x: fn(potential.for_species(a, b))(x))(species[ii], species[jj], r)
 
 
 class MDSystem(AbstractSeparableModel):
@@ -113,11 +138,13 @@ class MDSystem(AbstractSeparableModel):
 
     def potential_energy(self, q: Positions) -> FloatScalar:
         """U(q): the pair energy over `neighbors`' pairs if set, else all pairs (energy units)."""
+        return pair_energy_sum(self.potential, self.space, q, self.pairs(q), self.species)
+
+    def pairs(self, q: Positions) -> Pairs:
+        """The interacting pairs `(i, j, mask)`: from `neighbors` if set, else all pairs."""
         if self.neighbors is None:
-            pairs = all_pairs(q.shape[0])
-        else:
-            pairs = (self.neighbors.i, self.neighbors.j, self.neighbors.mask())
-        return pair_energy_sum(self.potential, self.space, q, pairs, self.species)
+            return all_pairs(q.shape[0])
+        return self.neighbors.i, self.neighbors.j, self.neighbors.mask()
 
     def velocity(self, t: RealScalarLike, p: State) -> State:
         """dq/dt = p/m."""

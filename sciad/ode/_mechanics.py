@@ -2,9 +2,9 @@
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array
 import numpy as np
 
+from .._core._geometry import safe_norm
 from .._core._model import AbstractModel, AbstractSeparableModel, expect_shape
 from .._core._types import (
     FloatScalar,
@@ -148,12 +148,6 @@ class DoublePendulum(AbstractModel):
         return kin + pot
 
 
-def _safe_norm(dr: Array, mask: Array) -> Array:
-    """|dr| where `mask`, else 1, with finite gradients everywhere (double-where)."""
-    r2 = jnp.sum(dr**2, axis=-1)
-    return jnp.sqrt(jnp.where(mask, r2, 1.0))
-
-
 class NBody(AbstractSeparableModel):
     """Newtonian gravity of n point masses, optionally Plummer-softened.
 
@@ -186,7 +180,7 @@ class NBody(AbstractSeparableModel):
         n = self.masses.shape[0]
         dr = q[:, None, :] - q[None, :, :]
         upper = jnp.triu(jnp.ones((n, n), dtype=bool), k=1)
-        r = _safe_norm(dr, upper)
+        r = safe_norm(dr, upper)
         r = jnp.sqrt(r**2 + self.softening**2)
         pair = self.G * self.masses[:, None] * self.masses[None, :] / r
         return -jnp.sum(jnp.where(upper, pair, 0.0))
