@@ -62,6 +62,15 @@ class AbstractIntegrator(eqx.Module):
         Default: a fresh `init`."""
         return self.init(model, t, y)
 
+    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
+        """The model as the integrator currently sees it; default: `model` unchanged.
+
+        Integrators that carry part of the model in their state (a neighbour list, a
+        barostat's box) return the model with it filled in. `SaveAt.fn` receives this
+        model, so saved observables use the current neighbour list and box.
+        """
+        return model
+
     def status(self, state: Anything) -> RESULTS:
         """A result code read from the final integrator state; `successful` by default.
 

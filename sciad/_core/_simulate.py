@@ -303,7 +303,7 @@ def _run(
 
     def save(x):
         c = x[0]
-        return c[2], fn(c[2], c[0], model)
+        return c[2], fn(c[2], c[0], integrator.model_at(model, c[1]))
 
     c0 = (y0, istate, t0, jnp.asarray(0, jnp.int32))
     x = (c0, jax.lax.stop_gradient(c0), jnp.asarray(False))

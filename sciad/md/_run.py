@@ -103,6 +103,12 @@ class NeighborListIntegrator(AbstractIntegrator):
         far = jnp.sqrt(jnp.max(jnp.sum(moved**2, axis=-1))) + reach
         return needs_rebuild(nbrs, model.space, q) | (far > self.builder.skin / 2)
 
+    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
+        """The system with the current neighbour list (so saved energies cost O(N)),
+        and with the inner integrator's own view (a barostat's box, say)."""
+        inner, nbrs, _ = state
+        return self.integrator.model_at(_with_list(model, nbrs), inner)
+
     def status(self, state: Anything) -> RESULTS:
         """`neighbor_overflow` if any list built during the run overflowed."""
         return RESULTS.where(state[2], RESULTS.neighbor_overflow, RESULTS.successful)
