@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._adjoint import _scan, AbstractAdjoint, CheckpointAdjoint
+from ._batching import tree_where
 from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
 from ._model import AbstractModel, AbstractSeparableModel
 from ._results import RESULTS
@@ -235,11 +236,6 @@ def _not_key(x: Anything) -> bool:
     return eqx.is_array(x) and not jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _tree_where(pred: Anything, a: Anything, b: Anything) -> Anything:
-    """Leafwise select on a scalar predicate (works for every dtype, PRNG keys included)."""
-    return jax.tree.map(lambda x, y: jax.lax.select(pred, x, y), a, b)
-
-
 def _all_finite(y: State) -> Anything:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(y)]))
 
@@ -267,12 +263,12 @@ def _run(
 
     def masked_step(cr):
         c, remaining = cr
-        return _tree_where(remaining > 0, count(step(c), 1), c), remaining - 1
+        return tree_where(remaining > 0, count(step(c), 1), c), remaining - 1
 
     def check(c, good, bad):
         """One finiteness check: keep a snapshot of the last finite state."""
         ok = _all_finite(c[0])
-        return _tree_where(bad | ~ok, good, jax.lax.stop_gradient(c)), bad | ~ok
+        return tree_where(bad | ~ok, good, jax.lax.stop_gradient(c)), bad | ~ok
 
     def advance(ce, stepper, length):
         """`length` iterations of `stepper` on (carry, extra), without checks."""

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 import numpy as np
 
+from .._core._batching import lazy_cond
 from .._core._results import RESULTS
 from .._core._types import BoolScalar, Positions
 from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
@@ -526,9 +527,10 @@ def update(
 ) -> NeighborList:
     """Rebuild the list if [`needs_rebuild`][sciad.md.needs_rebuild], else keep it.
 
-    Uses `jax.lax.cond`, so the build only runs when needed. Under `jax.vmap` with a
-    batched predicate, `cond` becomes a `select` that runs *both* branches for every
-    batch element: the build cost is then paid every step (results are still right).
+    The build only runs when needed, also under `jax.vmap`: a batch rebuilds (all
+    elements at once) only when some element needs it, and elements that do not keep
+    their list. (A plain `jax.lax.cond` with a batched predicate would become a `select`
+    that builds every step.)
     Overflow is sticky until the next rebuild; check `did_overflow` (or `result()`)
     after a run, and make a larger builder if it is set.
 
@@ -552,10 +554,8 @@ def update(
         return (r, sciad.md.update(builder, nbrs, space, r)), None
     ```
     """
-    return jax.lax.cond(
-        needs_rebuild(nbrs, space, positions),
-        lambda: builder.build(space, positions),
-        lambda: nbrs,
+    return lazy_cond(
+        needs_rebuild(nbrs, space, positions), lambda: builder.build(space, positions), lambda: nbrs
     )
 
 

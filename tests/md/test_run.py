@@ -68,17 +68,68 @@ def test_gradient_matches_all_pairs():
     assert np.isfinite(g_nl) and np.isclose(g_nl, g_all, rtol=1e-8)
 
 
-def test_vmap_over_replicas(system_and_state):
+def test_vmap_over_replicas_rebuilds_only_when_needed(system_and_state):
+    """Replicas at different temperatures: the same trajectories and per-replica rebuild
+    counts as single runs, and under vmap the rebuild stays a real `cond` (not a
+    `select` that would rebuild every step)."""
     system, (q0, _) = system_and_state
     builder = md.NeighborListBuilder.create(system.space, q0, cutoff=2.5, skin=0.3)
     integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), builder)
     n = q0.shape[0]
 
-    def final(seed_temperature):
-        p = md.maxwell_boltzmann(jax.random.key(0), jnp.ones(n), seed_temperature, exact=True)
-        return run(system, (q0, p), integ, n=50).y1[0]
+    def final(temperature):
+        p = md.maxwell_boltzmann(jax.random.key(0), jnp.ones(n), temperature, exact=True)
+        traj = run(system, (q0, p), integ, n=120)
+        return traj.y1[0], integ.rebuilds(traj.integrator_state)
 
-    temps = jnp.array([0.8, 1.2])
-    batched = jax.vmap(final)(temps)
-    looped = jnp.stack([final(t) for t in temps])
-    assert np.allclose(batched, looped, atol=1e-10)
+    temps = jnp.array([0.5, 2.0])
+    batched, builds = jax.vmap(final)(temps)
+    singles = [final(t) for t in temps]
+    assert np.allclose(batched, jnp.stack([s[0] for s in singles]), atol=1e-10)
+    assert [int(b) for b in builds] == [int(s[1]) for s in singles]
+    assert int(builds[0]) < int(builds[1])  # the hot replica rebuilds more often
+    assert 0 < int(builds[1]) < 120
+
+    def step(p):
+        y = (q0, p)
+        state = integ.init(system, 0.0, y)
+        return integ.step(system, 0.0, 0.005, y, state)[0]
+
+    jaxpr = jax.make_jaxpr(jax.vmap(step))(jnp.zeros((2, n, 3)))
+    assert "cond[" in str(jaxpr)  # the rebuild branch is still lazy under vmap
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_batched_rebuild_differentiates(system_and_state, mode):
+    """grad and jvp through vmapped replicas equal the loop of single-replica gradients."""
+    system, (q0, p0) = system_and_state
+    builder = md.NeighborListBuilder.create(system.space, q0, cutoff=2.5, skin=0.1)
+    integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), builder)
+
+    def energy(scale):
+        return system.potential_energy(run(system, (q0, scale * p0), integ, n=40).y1[0])
+
+    scales = jnp.array([0.9, 1.3])
+    if mode == "grad":
+        got = jax.grad(lambda s: jnp.sum(jax.vmap(energy)(s)))(scales)
+    else:
+        got = jax.jvp(jax.vmap(energy), (scales,), (jnp.ones(2),))[1]
+    want = jnp.stack([jax.grad(energy)(s) for s in scales])
+    assert np.allclose(got, want, rtol=1e-9)
+
+
+def test_saved_energy_uses_the_current_list(system_and_state):
+    """SaveAt.fn receives the system with the integrator's current neighbour list."""
+    system, y0 = system_and_state
+    builder = md.NeighborListBuilder.create(system.space, y0[0], cutoff=2.5, skin=0.05)
+    integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), builder)
+    saveat = sciad.SaveAt(steps=20, fn=_saved_energy)
+    traj = sciad.simulate(system, y0, dt=0.005, n_steps=100, integrator=integ, saveat=saveat)
+    listed, ref = traj.ys[:, 0], traj.ys[:, 1]
+    assert np.allclose(listed, ref, rtol=1e-12) and bool(jnp.all(traj.ys[:, 2]))
+
+
+def _saved_energy(t, y, model):
+    plain = eqx.tree_at(lambda m: m.neighbors, model, None)
+    has_list = jnp.asarray(float(model.neighbors is not None))
+    return jnp.stack([model.potential_energy(y[0]), plain.potential_energy(y[0]), has_list])
