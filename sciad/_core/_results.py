@@ -30,7 +30,11 @@ class RESULTS(eqx.Enumeration):
     )
     neighbor_overflow = (
         "A neighbour list overflowed its static capacity; forces would be wrong. "
-        "Rebuild with a larger capacity."
+        "Rebuild with a larger capacity (`sciad.md.run_growing` does it for you)."
+    )
+    neighbor_list_stale = (
+        "A particle moved more than half the neighbour-list skin within one step, so "
+        "pairs could have been missed. Use a larger skin or a smaller step."
     )
     event_occurred = "A terminating event occurred and stopped the run."
     step_size_too_small = "The adaptive step size fell below its minimum."

@@ -12,7 +12,7 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
-from ._neighbors import needs_rebuild, NeighborListBuilder
+from ._neighbors import NeighborListBuilder
 from ._system import MDSystem
 
 
@@ -27,20 +27,26 @@ def _with_list(model: AbstractModel, nbrs: Anything) -> MDSystem:
 class NeighborListIntegrator(AbstractIntegrator):
     """Any integrator, with an `MDSystem`'s forces summed over a neighbour list.
 
-    At the start of each step the list is rebuilt if it could go stale at any force
-    evaluation of the step: if a particle's displacement since the last build, plus
-    twice the distance the fastest particle covers in the step's drifts, exceeds half
-    the skin. The build runs only when needed, under `jax.vmap` too: a batch of
-    replicas rebuilds (together) only on steps where some replica needs it, and each
-    replica keeps its own list otherwise (`jax.lax.cond` alone would turn a batched
-    "when needed" into "every step").
-    After a rebuild the inner integrator's state is refreshed (`refresh`), so a force
-    cached with the old list is recomputed with the new one (a thermostat's key is kept). Forces then equal the all-pairs
-    forces (tested to 1e-9 with a skin as small as 0.05). An overflow (too many pairs, a
-    full cell, a box shrunk below the grid) is sticky and reported as
-    `RESULTS.neighbor_overflow`: with `throw=True` the run raises; with `throw=False`
-    rebuild the builder larger and rerun. Neighbour indices are not differentiated;
-    gradients flow through the distances.
+    Every force evaluation uses a list that is certified valid at its positions. Each
+    step is taken with the current list; if some particle then ends further than half
+    the skin from where the list was built (for compositions with backward drifts such
+    as Yoshida, plus the distance the excursion past the straight path can add), the
+    step is discarded, the list rebuilt at the start of the step and the step redone.
+    For velocity Verlet and BAOAB, whose only force evaluation is at the end of the
+    step, this is exact: forces equal the all-pairs forces (tested to 1e-9 with a skin
+    as small as 0.05), and lists are rebuilt no more often than needed.
+    The build runs only when needed, under `jax.vmap` too: a batch of replicas
+    rebuilds (together) only on steps where some replica needs it, and each replica
+    keeps its own list otherwise (`jax.lax.cond` alone would turn a batched "when
+    needed" into "every step"). After a rebuild the inner integrator's state is
+    refreshed (`refresh`), so a force cached with the old list is recomputed (a
+    thermostat's key is kept).
+
+    Failures are sticky and reported, never hidden: an overflow (too many pairs, a full
+    cell, a box shrunk below the grid) as `RESULTS.neighbor_overflow` (use
+    [`run_growing`][sciad.md.run_growing] to grow the capacity and rerun), and a
+    particle crossing half the skin within one step as `RESULTS.neighbor_list_stale`.
+    Neighbour indices are not differentiated; gradients flow through the distances.
 
     **Arguments:**
 
@@ -66,11 +72,12 @@ class NeighborListIntegrator(AbstractIntegrator):
         return self.integrator.order()
 
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(inner state, the list built at q0, overflow flag, number of rebuilds)."""
+        """(inner state, the list built at q0, overflow flag, rebuild count, stale flag)."""
         assert isinstance(model, MDSystem)
         nbrs = self.builder.build(model.space, y0[0])
         inner = self.integrator.init(_with_list(model, nbrs), t0, y0)
-        return inner, nbrs, nbrs.did_overflow, jnp.asarray(0, jnp.int32)
+        no = jnp.asarray(False)
+        return inner, nbrs, nbrs.did_overflow, jnp.asarray(0, jnp.int32), no
 
     def step(
         self,
@@ -80,35 +87,43 @@ class NeighborListIntegrator(AbstractIntegrator):
         y: State,
         state: Anything,
     ) -> tuple[State, Anything]:
-        """Rebuild if needed (re-initialising the inner state), then one inner step."""
+        """One inner step with the current list; rebuilt and redone if it went stale."""
         assert isinstance(model, MDSystem)
-        inner, nbrs, overflow, n_builds = state
-        rebuild = self._needs_rebuild(model, nbrs, dt, y)
+        inner, nbrs, overflow, n_builds, stale = state
+        space = self.integrator.model_at(model, inner).space
+        y1, inner1 = self.integrator.step(_with_list(model, nbrs), t, dt, y, inner)
 
-        def rebuilt():
-            new = self.builder.build(model.space, y[0])
-            return new, self.integrator.refresh(_with_list(model, new), t, y, inner)
+        def redo():
+            new = self.builder.build(space, y[0])
+            m = _with_list(model, new)
+            return (
+                new,
+                *self.integrator.step(m, t, dt, y, self.integrator.refresh(m, t, y, inner)),
+            )
 
-        nbrs, inner = lazy_cond(rebuild, rebuilt, lambda: (nbrs, inner))
-        y, inner = self.integrator.step(_with_list(model, nbrs), t, dt, y, inner)
+        rebuild = self._stale(model, nbrs, dt, y, y1, inner1)
+        nbrs, y1, inner1 = lazy_cond(rebuild, redo, lambda: (nbrs, y1, inner1))
+        stale = stale | (rebuild & self._stale(model, nbrs, dt, y, y1, inner1))
         n_builds = n_builds + rebuild.astype(jnp.int32)
-        return y, (inner, nbrs, overflow | nbrs.did_overflow, n_builds)
+        return y1, (inner1, nbrs, overflow | nbrs.did_overflow, n_builds, stale)
 
-    def _needs_rebuild(self, model: MDSystem, nbrs: Anything, dt: RealScalarLike, y: State):
-        """Rebuild now if the list could go stale at any force evaluation of this step.
+    def _stale(self, model: MDSystem, nbrs: Anything, dt: RealScalarLike, y, y1, inner1):
+        """Whether a force evaluation of the step from `y` to `y1` may have missed pairs.
 
-        Forces are evaluated after drifts, so the positions at the start of the step are
-        not enough: the displacement so far plus twice the distance the fastest particle
-        covers in this step's drifts (Σ|aᵢ|·|dt|·max|v|; the factor 2 covers the kicks
-        within the step) must stay below skin/2.
+        Forces are evaluated at the drifted positions. With drift coefficients aᵢ, the
+        positions stay within (Σ|aᵢ| − |Σaᵢ|)·|dt|·max|v| of the straight path between
+        the end points (up to the kicks' second-order change); that slack is zero for
+        velocity Verlet and BAOAB.
         """
-        q, p = y
-        moved = jax.vmap(model.space.displacement)(q, nbrs.reference)
-        speed = jnp.sqrt(jnp.max(jnp.sum(model.velocity(0.0, p) ** 2, axis=-1)))
+        space = self.integrator.model_at(model, inner1).space
         drifts = getattr(self.integrator, "drifts", (1.0,))
-        reach = 2 * sum(abs(a) for a in drifts) * jnp.abs(dt) * speed
-        far = jnp.sqrt(jnp.max(jnp.sum(moved**2, axis=-1))) + reach
-        return needs_rebuild(nbrs, model.space, q) | (far > self.builder.skin / 2)
+        slack = sum(abs(a) for a in drifts) - abs(sum(drifts))
+        moved = jax.vmap(space.displacement)(y1[0], nbrs.reference)
+        far = jnp.sqrt(jnp.max(jnp.sum(moved**2, axis=-1)))
+        if slack > 0:
+            v = jnp.maximum(model.velocity(0.0, y[1]) ** 2, model.velocity(0.0, y1[1]) ** 2)
+            far = far + slack * jnp.abs(dt) * jnp.sqrt(jnp.max(jnp.sum(v, axis=-1)))
+        return far > nbrs.skin / 2
 
     def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
         """The system with the current neighbour list (so saved energies cost O(N)),
@@ -126,5 +141,7 @@ class NeighborListIntegrator(AbstractIntegrator):
         return state[3]
 
     def status(self, state: Anything) -> RESULTS:
-        """`neighbor_overflow` if any list built during the run overflowed."""
-        return RESULTS.where(state[2], RESULTS.neighbor_overflow, RESULTS.successful)
+        """`neighbor_overflow` if any list built during the run overflowed, else
+        `neighbor_list_stale` if a particle crossed half the skin within one step."""
+        stale = RESULTS.where(state[4], RESULTS.neighbor_list_stale, RESULTS.successful)
+        return RESULTS.where(state[2], RESULTS.neighbor_overflow, stale)
