@@ -2,7 +2,7 @@
 
 One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
 gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`
-and a first slice of `sciad.md` (more to come: the rest of `sciad.md`, `sciad.rigid`).
+and most of `sciad.md` (more to come: `sciad.rigid`).
 """
 
 from . import md as md, ode as ode
@@ -10,6 +10,10 @@ from ._core._adjoint import (
     AbstractAdjoint as AbstractAdjoint,
     CheckpointAdjoint as CheckpointAdjoint,
     DirectAdjoint as DirectAdjoint,
+)
+from ._core._checkpoint import (
+    load_checkpoint as load_checkpoint,
+    save_checkpoint as save_checkpoint,
 )
 from ._core._integrator import (
     AbstractExplicitRK as AbstractExplicitRK,
@@ -29,6 +33,7 @@ from ._core._model import (
 from ._core._results import RESULTS as RESULTS
 from ._core._simulate import simulate as simulate
 from ._core._trajectory import SaveAt as SaveAt, Trajectory as Trajectory
+from ._core._windowed import windowed_average as windowed_average
 from .fit import fit as fit, FitResult as FitResult
 
 __version__ = "0.1.0"

@@ -62,6 +62,10 @@ class AbstractIntegrator(eqx.Module):
         Default: a fresh `init`."""
         return self.init(model, t, y)
 
+    def check(self, model: AbstractModel) -> None:
+        """Raise a precise error, before tracing, if this integrator cannot run `model`
+        (beyond `requires_separable`). Default: nothing to check."""
+
     def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
         """The model as the integrator currently sees it; default: `model` unchanged.
 

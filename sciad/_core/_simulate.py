@@ -46,6 +46,7 @@ def _check_integrator(integrator: Anything, model: AbstractModel) -> AbstractInt
             "(a sciad.AbstractSeparableModel with `velocity` and `force`), but "
             f"{type(model).__name__} is not; use integrator=sciad.RK4()."
         )
+    integrator.check(model)
     return integrator
 
 
@@ -223,13 +224,18 @@ def simulate(
                 traj.result == RESULTS.successful, RESULTS.max_steps_reached, traj.result
             ),
         )
-    if throw:
-        # The check is tied to every array of the trajectory except PRNG keys, which
-        # equinox's error_if cannot carry.
-        checked, rest = eqx.partition(traj, _not_key)
-        checked = traj.result.error_if(checked, traj.result != RESULTS.successful)
-        traj = eqx.combine(checked, rest)
-    return traj
+    return raise_on_failure(traj) if throw else traj
+
+
+def raise_on_failure(traj: Trajectory) -> Trajectory:
+    """`traj`, tied to a run-time error raised if its result is not successful.
+
+    The check is tied to every array of the trajectory except PRNG keys, which
+    equinox's `error_if` cannot carry.
+    """
+    checked, rest = eqx.partition(traj, _not_key)
+    checked = traj.result.error_if(checked, traj.result != RESULTS.successful)
+    return eqx.combine(checked, rest)
 
 
 def _not_key(x: Anything) -> bool:

@@ -5,6 +5,16 @@ Roadmap (issue 3): neighbour-list-driven runs, thermostats and barostats, bonded
 terms, Ewald, observables, and the JAX-MD benchmarks.
 """
 
+from ._barostat import CellRescaling as CellRescaling
+from ._bonded import (
+    HarmonicAngle as HarmonicAngle,
+    HarmonicBond as HarmonicBond,
+    PeriodicDihedral as PeriodicDihedral,
+)
+from ._brownian import BrownianDynamics as BrownianDynamics
+from ._ewald import Ewald as Ewald
+from ._fire import FIRE as FIRE
+from ._growing import run_growing as run_growing
 from ._init import (
     lattice as lattice,
     lattice_for_density as lattice_for_density,
@@ -18,12 +28,14 @@ from ._io import (
     write_extxyz as write_extxyz,
     XYZFrame as XYZFrame,
 )
+from ._minimize import minimize as minimize, MinimizeResult as MinimizeResult
 from ._neighbors import (
     needs_rebuild as needs_rebuild,
     NeighborList as NeighborList,
     NeighborListBuilder as NeighborListBuilder,
     update as update,
 )
+from ._nose_hoover import NoseHooverChain as NoseHooverChain
 from ._observables import (
     mean_squared_displacement as mean_squared_displacement,
     pressure as pressure,
@@ -44,6 +56,13 @@ from ._pair import (
     wca as wca,
     Yukawa as Yukawa,
 )
+from ._potential import (
+    AbstractPotential as AbstractPotential,
+    Exclusions as Exclusions,
+    PotentialSum as PotentialSum,
+    strain_space as strain_space,
+)
+from ._reweight import reweighted_average as reweighted_average
 from ._run import NeighborListIntegrator as NeighborListIntegrator
 from ._space import (
     AbstractSpace as AbstractSpace,
@@ -57,3 +76,8 @@ from ._system import (
     pair_energy_sum as pair_energy_sum,
 )
 from ._thermostat import LangevinBAOAB as LangevinBAOAB
+from ._transport import (
+    einstein_diffusion as einstein_diffusion,
+    green_kubo_diffusion as green_kubo_diffusion,
+    velocity_autocorrelation as velocity_autocorrelation,
+)

@@ -6,31 +6,32 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._core._geometry import safe_norm
 from .._core._types import FloatScalar, Positions
+from ._potential import all_pairs
 from ._space import AbstractSpace
-from ._system import all_pairs, MDSystem, pair_displacements, per_pair
+from ._system import MDSystem
 
 
 def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
-    """The configurational virial W_ab = −Σ_{i<j} r_a r_b u′(r)/r over interacting pairs.
+    """The configurational virial W_ab = −∂U/∂ε_ab for a homogeneous strain ε.
 
-    For a pair potential this equals −∂U/∂ε_ab under a homogeneous strain ε of the
-    positions (and box). Masked pairs contribute exactly zero.
+    Under the strain, positions map to (I + ε) q and the box's lattice vectors to
+    (I + ε) a. For pair potentials this is the analytic W_ab = −Σ_{i<j} r_a r_b u′(r)/r
+    over the interacting pairs (masked pairs contribute exactly zero); for any other
+    term (bonded terms, [`Ewald`][sciad.md.Ewald], user terms) it is the strain
+    derivative by autodiff ([`AbstractPotential.virial`][sciad.md.AbstractPotential.virial]),
+    so the pressure is correct for every potential.
 
     **Arguments:** `system` (an `MDSystem`), `q`: positions, shape `(n, d)`.
 
-    **Returns:** shape `(d, d)` (energy units), symmetric.
+    **Returns:** shape `(d, d)` (energy units), symmetric for rotation-invariant
+    potentials.
 
     **Example:** `W = sciad.md.virial_tensor(system, q)`
     """
-    ii, jj, dr, real = pair_displacements(system.space, q, system.pairs(q))
-    r = safe_norm(dr, real)
-    du = per_pair(
-        lambda pot: jax.grad(pot.pair_energy), system.potential, system.species, ii, jj, r
+    return system.potential.virial(
+        system.space, q, system.pairs(q), system.species, system.exclusions
     )
-    w = jnp.where(real, -du / r, 0.0)
-    return jnp.einsum("p,pa,pb->ab", w, dr, dr)
 
 
 def stress_tensor(system: MDSystem, q: Positions, p: Positions) -> Float[Array, "d d"]:

@@ -1,28 +1,45 @@
 """Pair potentials: the user writes the energy of one pair; sciad lifts it to the system."""
 
 import abc
+from collections.abc import Callable
 from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
 import numpy as np
 
-from .._core._types import FloatScalar, RealScalarLike
+from .._core._geometry import safe_norm
+from .._core._types import FloatScalar, Positions, RealScalarLike
+from ._potential import (
+    AbstractPotential,
+    all_pairs,
+    Exclusions,
+    pair_displacements,
+    Pairs,
+    PotentialSum,
+)
+from ._space import AbstractSpace
 
 
 def _param():
     return eqx.field(converter=jnp.asarray)
 
 
-class AbstractPairPotential(eqx.Module):
+class AbstractPairPotential(AbstractPotential):
     """The energy of one pair as a function of its distance r.
 
     Implement [`pair_energy`][sciad.md.AbstractPairPotential.pair_energy] for a single
     pair with scalar parameters; sciad vmaps it over pairs, applies the cut-off and
     masks (with gradient-safe double `where`), and mixes species. Parameters may also be
     `(n_species, n_species)` matrices: the pair's entry `[s_i, s_j]` is used. Potentials
-    add with `+`.
+    add with `+`: two pair potentials give a [`PairSum`][sciad.md.PairSum] (still a pair
+    potential); a pair potential plus any other
+    [`AbstractPotential`][sciad.md.AbstractPotential] (bonded terms, Ewald) gives a
+    [`PotentialSum`][sciad.md.PotentialSum]. A pair potential is an
+    `AbstractPotential` whose energy is Σ over the system's pair list (excluded pairs
+    masked out) and whose virial is the analytic −Σ r_a r_b u′(r)/r.
 
     **Example:**
 
@@ -44,8 +61,50 @@ class AbstractPairPotential(eqx.Module):
         """The interaction range (length units): `inf` unless truncated."""
         return float("inf")
 
-    def __add__(self, other: "AbstractPairPotential") -> "PairSum":
-        return PairSum((self, other))
+    def energy(
+        self,
+        space: AbstractSpace,
+        positions: Positions,
+        pairs: Pairs | None = None,
+        species: Int[Array, " n"] | None = None,
+        exclusions: Exclusions | None = None,
+    ) -> FloatScalar:
+        """Σ over `pairs` (all pairs if `None`) of u(r), via
+        [`pair_energy_sum`][sciad.md.pair_energy_sum] (energy units). `exclusions` are
+        not read: the system masks excluded pairs out of `pairs`."""
+        if pairs is None:
+            pairs = all_pairs(positions.shape[0])
+        return pair_energy_sum(self, space, positions, pairs, species)
+
+    def virial(
+        self,
+        space: AbstractSpace,
+        positions: Positions,
+        pairs: Pairs | None = None,
+        species: Int[Array, " n"] | None = None,
+        exclusions: Exclusions | None = None,
+    ) -> Float[Array, "d d"]:
+        """The analytic pair virial W_ab = −Σ r_a r_b u′(r)/r over `pairs`, shape `(d, d)`.
+
+        Equal to the strain derivative −∂U/∂ε_ab of the pair energy; masked pairs
+        contribute exactly zero.
+        """
+        if pairs is None:
+            pairs = all_pairs(positions.shape[0])
+        ii, jj, dr, real = pair_displacements(space, positions, pairs)
+        r = safe_norm(dr, real)
+        du = per_pair(lambda pot: jax.grad(pot.pair_energy), self, species, ii, jj, r)
+        w = jnp.where(real, -du / r, 0.0)
+        return jnp.einsum("p,pa,pb->ab", w, dr, dr)
+
+    def __add__(self, other: AbstractPotential) -> AbstractPotential:
+        if isinstance(other, AbstractPairPotential):
+            return PairSum((self, other))
+        if isinstance(other, AbstractPotential):
+            return PotentialSum(
+                (self, *(other.terms if isinstance(other, PotentialSum) else (other,)))
+            )
+        return NotImplemented
 
     def for_species(self, si: jax.Array, sj: jax.Array) -> "AbstractPairPotential":
         """This potential with every `(n_species, n_species)` parameter indexed at `[si, sj]`."""
@@ -207,6 +266,52 @@ class Truncated(AbstractPairPotential):
     def range(self) -> float:
         """The cut-off r_c."""
         return self.cutoff
+
+
+def pair_energy_sum(
+    potential: AbstractPairPotential,
+    space: AbstractSpace,
+    positions: Positions,
+    pairs: Pairs,
+    species: Int[Array, " n"] | None = None,
+) -> FloatScalar:
+    """Σ over the listed pairs of u(|r_i − r_j|), gradient-safe for masked pairs.
+
+    Masked pairs (padding, or i = j) are given the distance 1 before the potential is
+    evaluated and their energy is discarded with a second `where`, so their gradient is
+    exactly zero (never NaN) even at r = 0.
+
+    **Arguments:**
+
+    - `potential`: an `AbstractPairPotential` (truncated or not).
+    - `space`: how displacements are measured.
+    - `positions`: shape `(n, d)` (length units).
+    - `pairs`: `(i, j, mask)`, each shape `(m,)`; indices may be the sentinel `n` where
+      `mask` is false.
+    - `species`: shape `(n,)` integer species, for matrix-valued parameters.
+
+    **Returns:** the potential energy (energy units), a scalar.
+
+    **Example:** `sciad.md.pair_energy_sum(lj, space, q, sciad.md.all_pairs(len(q)))`
+    """
+    ii, jj, dr, real = pair_displacements(space, positions, pairs)
+    r = safe_norm(dr, real)
+    u = per_pair(lambda pot: pot.pair_energy, potential, species, ii, jj, r)
+    return jnp.sum(jnp.where(real, u, 0.0))
+
+
+def per_pair(
+    fn: Callable[[AbstractPairPotential], Callable],
+    potential: AbstractPairPotential,
+    species: Int[Array, " n"] | None,
+    ii: Int[Array, " m"],
+    jj: Int[Array, " m"],
+    r: Float[Array, " m"],
+) -> Float[Array, " m"]:
+    """`fn(potential)(r)` for each pair, with the pair's species parameters if given."""
+    if species is None:
+        return jax.vmap(fn(potential))(r)
+    return jax.vmap(lambda a, b, x: fn(potential.for_species(a, b))(x))(species[ii], species[jj], r)
 
 
 def wca(sigma: RealScalarLike, epsilon: RealScalarLike) -> Truncated:

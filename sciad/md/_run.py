@@ -71,6 +71,21 @@ class NeighborListIntegrator(AbstractIntegrator):
         """The inner integrator's order."""
         return self.integrator.order()
 
+    def check(self, model: AbstractModel) -> None:
+        """The model is an `MDSystem` whose potential's range the list's cut-off covers."""
+        system = _with_list(model, None)
+        try:
+            reach = float(system.potential.range())
+        except (jax.errors.ConcretizationTypeError, TypeError):  # traced parameters
+            return
+        if reach > self.builder.cutoff * (1 + 1e-12):
+            raise ValueError(
+                f"The neighbour list's cutoff ({self.builder.cutoff}) is below the "
+                f"potential's range ({reach}): pairs in between would be missed. Truncate "
+                "the potential (sciad.md.Truncated) or build the list with a larger cutoff."
+            )
+        self.integrator.check(system)
+
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """(inner state, the list built at q0, overflow flag, rebuild count, stale flag)."""
         assert isinstance(model, MDSystem)

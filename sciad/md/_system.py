@@ -1,100 +1,37 @@
-"""An MD system as a separable model: space + potential + masses (+ species)."""
-
-from collections.abc import Callable
+"""An MD system as a separable model: space + potential + masses (+ species, exclusions)."""
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Int
 import numpy as np
 
-from .._core._geometry import safe_norm
 from .._core._model import AbstractSeparableModel
-from .._core._types import FloatScalar, FloatVector, Positions, RealScalarLike, State
+from .._core._types import Anything, FloatScalar, FloatVector, Positions, RealScalarLike, State
 from ._neighbors import NeighborList
-from ._pair import AbstractPairPotential
+from ._pair import pair_energy_sum as pair_energy_sum, per_pair as per_pair
+from ._potential import (
+    AbstractPotential,
+    all_pairs as all_pairs,
+    Exclusions,
+    pair_displacements as pair_displacements,
+    Pairs as Pairs,
+)
 from ._space import AbstractSpace
 
-Pairs = tuple[Int[Array, " m"], Int[Array, " m"], Bool[Array, " m"]]
 
-
-def all_pairs(n: int) -> Pairs:
-    """Every pair i < j of `n` particles, as `(i, j, mask)` with shape `(n(n−1)/2,)` each.
-
-    **Example:** `i, j, mask = sciad.md.all_pairs(4)  # 6 pairs`
-    """
-    i, j = np.triu_indices(n, k=1)
-    return jnp.asarray(i), jnp.asarray(j), jnp.ones(i.shape, dtype=bool)
-
-
-def pair_energy_sum(
-    potential: AbstractPairPotential,
-    space: AbstractSpace,
-    positions: Positions,
-    pairs: Pairs,
-    species: Int[Array, " n"] | None = None,
-) -> FloatScalar:
-    """Σ over the listed pairs of u(|r_i − r_j|), gradient-safe for masked pairs.
-
-    Masked pairs (padding, or i = j) are given the distance 1 before the potential is
-    evaluated and their energy is discarded with a second `where`, so their gradient is
-    exactly zero (never NaN) even at r = 0.
-
-    **Arguments:**
-
-    - `potential`: an `AbstractPairPotential` (truncated or not).
-    - `space`: how displacements are measured.
-    - `positions`: shape `(n, d)` (length units).
-    - `pairs`: `(i, j, mask)`, each shape `(m,)`; indices may be the sentinel `n` where
-      `mask` is false.
-    - `species`: shape `(n,)` integer species, for matrix-valued parameters.
-
-    **Returns:** the potential energy (energy units), a scalar.
-
-    **Example:** `sciad.md.pair_energy_sum(lj, space, q, sciad.md.all_pairs(len(q)))`
-    """
-    ii, jj, dr, real = pair_displacements(space, positions, pairs)
-    r = safe_norm(dr, real)
-    u = per_pair(lambda pot: pot.pair_energy, potential, species, ii, jj, r)
-    return jnp.sum(jnp.where(real, u, 0.0))
-
-
-def pair_displacements(
-    space: AbstractSpace, positions: Positions, pairs: Pairs
-) -> tuple[Int[Array, " m"], Int[Array, " m"], Float[Array, "m d"], Bool[Array, " m"]]:
-    """Minimum-image displacements of listed pairs, and which pairs are real.
-
-    Sentinel indices (`n`, for padding) are clamped to valid ones; their pairs, and
-    i = j, are marked not real.
-
-    **Returns:** `(i, j, dr, real)`: clamped indices, r_i − r_j with shape `(m, d)`,
-    and a mask.
-    """
-    i, j, mask = pairs
-    n = positions.shape[0]
-    ii, jj = jnp.minimum(i, n - 1), jnp.minimum(j, n - 1)
-    dr = jax.vmap(space.displacement)(positions[ii], positions[jj])
-    return ii, jj, dr, mask & (i != j)
-
-
-def per_pair(
-    fn: Callable[[AbstractPairPotential], Callable],
-    potential: AbstractPairPotential,
-    species: Int[Array, " n"] | None,
-    ii: Int[Array, " m"],
-    jj: Int[Array, " m"],
-    r: Float[Array, " m"],
-) -> Float[Array, " m"]:
-    """`fn(potential)(r)` for each pair, with the pair's species parameters if given."""
-    if species is None:
-        return jax.vmap(fn(potential))(r)
-    return jax.vmap(lambda a, b, x: fn(potential.for_species(a, b))(x))(species[ii], species[jj], r)
+def _as_exclusions(x: Anything) -> Exclusions | None:
+    if x is None or isinstance(x, Exclusions):
+        return x
+    return Exclusions(x)
 
 
 class MDSystem(AbstractSeparableModel):
-    """Particles interacting through a pair potential in a space: a separable Hamiltonian.
+    """Particles interacting through a potential in a space: a separable Hamiltonian.
 
-    H(q, p) = Σᵢ |pᵢ|²/(2mᵢ) + Σ_{i<j} u(|qᵢ − qⱼ|). Forces are −∂U/∂q by autodiff. Run
+    H(q, p) = Σᵢ |pᵢ|²/(2mᵢ) + U(q), with U a pair potential Σ_{i<j} u(|qᵢ − qⱼ|) or
+    any [`AbstractPotential`][sciad.md.AbstractPotential] (sums of pair, bonded and
+    Ewald terms). Forces are −∂U/∂q by autodiff. Run
     it with `sciad.simulate` and any splitting integrator (NVE with `VelocityVerlet`).
     Without a neighbour list the energy sums over all pairs (O(N²)), which suits a few
     hundred particles; run with [`NeighborListIntegrator`][sciad.md.NeighborListIntegrator]
@@ -103,12 +40,17 @@ class MDSystem(AbstractSeparableModel):
     **Arguments:**
 
     - `space`: a `sciad.md` space (the box is a differentiable parameter).
-    - `potential`: an `AbstractPairPotential`.
+    - `potential`: an [`AbstractPotential`][sciad.md.AbstractPotential]: a pair
+      potential, bonded terms, [`Ewald`][sciad.md.Ewald], or a sum of them with `+`.
     - `masses`: shape `(n,)` (mass units).
     - `species`: optional shape `(n,)` integer species for matrix-valued parameters.
     - `neighbors`: optional [`NeighborList`][sciad.md.NeighborList] whose pairs the
       energy sums over (set by [`NeighborListIntegrator`][sciad.md.NeighborListIntegrator]
-      during a run); all pairs when `None`.
+      during a run); all pairs when `None`. Its cut-off must cover the potential's
+      `range()`.
+    - `exclusions`: optional [`Exclusions`][sciad.md.Exclusions] (or an `(n_excl, 2)`
+      integer array, converted): pairs masked out of the non-bonded pair list, e.g.
+      `Exclusions.from_bonds(bonds, separation=3)`.
 
     **State:** `(q, p)`, positions and momenta, each shape `(n, d)`.
 
@@ -122,10 +64,11 @@ class MDSystem(AbstractSeparableModel):
     """
 
     space: AbstractSpace
-    potential: AbstractPairPotential
+    potential: AbstractPotential
     masses: FloatVector = eqx.field(converter=jnp.asarray)
     species: Int[Array, " n"] | None = None
     neighbors: NeighborList | None = None
+    exclusions: Exclusions | None = eqx.field(default=None, converter=_as_exclusions)
 
     def __check_init__(self):
         if np.ndim(self.masses) != 1:
@@ -135,16 +78,33 @@ class MDSystem(AbstractSeparableModel):
                 f"species must have shape {np.shape(self.masses)} like masses, "
                 f"got {np.shape(self.species)}."
             )
+        if not isinstance(self.potential, AbstractPotential):
+            raise TypeError(
+                "potential must be a sciad.md.AbstractPotential (a pair potential, bonded "
+                f"terms, Ewald or their sum); got {type(self.potential).__name__}."
+            )
+        n = np.shape(self.masses)[0]
+        if self.exclusions is not None and self.exclusions.n_particles_needed() > n:
+            raise ValueError(
+                f"exclusions name particle {self.exclusions.n_particles_needed() - 1}, but "
+                f"the system has {n} particles."
+            )
+        self.potential.check_system(self.space, n)
 
     def potential_energy(self, q: Positions) -> FloatScalar:
-        """U(q): the pair energy over `neighbors`' pairs if set, else all pairs (energy units)."""
-        return pair_energy_sum(self.potential, self.space, q, self.pairs(q), self.species)
+        """U(q) (energy units): pair terms sum over [`pairs`][sciad.md.MDSystem.pairs]."""
+        return self.potential.energy(self.space, q, self.pairs(q), self.species, self.exclusions)
 
     def pairs(self, q: Positions) -> Pairs:
-        """The interacting pairs `(i, j, mask)`: from `neighbors` if set, else all pairs."""
+        """The non-bonded pairs `(i, j, mask)`: from `neighbors` if set, else all pairs;
+        excluded pairs are masked out."""
         if self.neighbors is None:
-            return all_pairs(q.shape[0])
-        return self.neighbors.i, self.neighbors.j, self.neighbors.mask()
+            i, j, mask = all_pairs(q.shape[0])
+        else:
+            i, j, mask = self.neighbors.i, self.neighbors.j, self.neighbors.mask()
+        if self.exclusions is not None:
+            mask = mask & ~self.exclusions.excluded(i, j)
+        return i, j, mask
 
     def velocity(self, t: RealScalarLike, p: State) -> State:
         """dq/dt = p/m."""

@@ -1,9 +1,11 @@
 """Observables against independent relations: the virial against strain derivatives of the
 energy, g(r) of an ideal gas and an fcc crystal, MSD against ballistic and Einstein limits."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import sciad
 import sciad.md as md
@@ -125,3 +127,47 @@ def test_msd_einstein_diffusion_under_langevin():
     exact = 6 * D * (t - (1 - np.exp(-gamma * t)) / gamma)
     assert np.allclose(msd[4:], exact[4:], rtol=0.15)  # 400 particles: ~4% statistical error
     assert abs(np.polyfit(t[20:], msd[20:], 1)[0] / 6 - D) < 0.15 * D
+
+
+@pytest.mark.slow
+def test_pressure_is_minus_volume_derivative_for_bonds_lj_and_ewald():
+    """Virial pressure (bonded + LJ + Ewald, strain virial by autodiff) = −dU/dV under
+    isotropic scaling of positions and box."""
+    from .test_bonded import chains, force_field
+
+    q, box, bonds, angles, dihedrals = chains(seed=8)
+    q = jnp.asarray(q)
+    n = q.shape[0]
+    charges = jnp.asarray(np.tile([0.4, -0.4], n // 2))
+    space = md.PeriodicBox(jnp.full(3, box))
+    pot = force_field(bonds, angles, dihedrals) + md.Ewald.for_accuracy(
+        charges, space, cutoff=2.5, accuracy=1e-8
+    )
+    system = md.MDSystem(
+        space, pot, masses=jnp.ones(n), exclusions=md.Exclusions.from_bonds(bonds, 3)
+    )
+    W = eqx.filter_jit(md.virial_tensor)(system, q)
+    assert np.allclose(W, W.T, rtol=1e-9, atol=1e-9)
+
+    @jax.jit
+    def energy(s):
+        scaled = eqx.tree_at(lambda m: m.space, system, md.PeriodicBox(space.lengths * s))
+        return scaled.potential_energy(q * s)
+
+    volume = box**3
+    dU_dV = central_fd(energy, jnp.asarray(1.0), eps=1e-6)[()] / (3 * volume)
+    assert np.isclose(float(jnp.trace(W)) / (3 * volume), -dU_dV, rtol=1e-7)
+    p = md.maxwell_boltzmann(jax.random.key(3), system.masses, 1.0)
+    kinetic = float(system.kinetic_energy(p))
+    expect = (2 * kinetic + float(jnp.trace(W))) / (3 * volume)
+    assert np.isclose(eqx.filter_jit(md.pressure)(system, q, p), expect, rtol=1e-12)
+
+
+def test_strain_virial_of_a_pair_potential_equals_the_analytic_one(config):  # noqa: F811
+    q, box = config
+    q = jnp.asarray(q)
+    system = _system(box)
+    pairs = system.pairs(q)
+    analytic = md.virial_tensor(system, q)
+    by_strain = md.AbstractPotential.virial(system.potential, system.space, q, pairs)
+    assert np.allclose(by_strain, analytic, rtol=1e-10, atol=1e-10)

@@ -204,3 +204,36 @@ def test_lj_matches_ase_calculator(config):
         system.potential_energy(jnp.asarray(q)), atoms.get_potential_energy(), rtol=1e-10
     )
     assert np.allclose(system.force(0.0, jnp.asarray(q)), atoms.get_forces(), rtol=1e-8, atol=1e-10)
+
+
+class _Tether(md.AbstractPotential):
+    """A user-written whole-system term: every particle tied to the origin."""
+
+    k: jax.Array
+
+    def energy(self, space, positions, pairs=None, species=None, exclusions=None):
+        return 0.5 * self.k * jnp.sum(positions**2)
+
+    def range(self):
+        return 0.0
+
+
+def test_potentials_add_into_flat_sums():
+    lj, yk = md.LennardJones(1.0, 1.0), md.Yukawa(0.5, 2.0)
+    bond = md.HarmonicBond(jnp.array([[0, 1]]), k=3.0, r0=1.0)
+    tether = _Tether(jnp.asarray(0.2))
+    assert isinstance(lj + yk, md.PairSum)
+    total = lj + yk + bond + tether
+    assert isinstance(total, md.PotentialSum) and len(total.terms) == 3  # PairSum, bond, tether
+    assert len((bond + (tether + lj)).terms) == 3
+    assert isinstance(sum([bond, tether]), md.PotentialSum)
+    assert total.range() == float("inf") and (bond + tether).range() == 0.0
+    assert md.Truncated(lj, 2.5).range() == 2.5 == (bond + md.Truncated(lj, 2.5)).range()
+    q = jnp.array([[0.0, 0.0, 0.0], [1.2, 0.1, 0.0], [0.3, 1.4, 0.2]])
+    space = md.FreeSpace()
+    parts = [p.energy(space, q) for p in (lj, yk, bond, tether)]
+    assert np.isclose(total.energy(space, q), sum(parts), rtol=1e-14)
+    system = md.MDSystem(space, total, masses=jnp.ones(3))
+    assert np.isclose(system.potential_energy(q), sum(parts), rtol=1e-14)
+    fd = -central_fd(jax.jit(lambda x: system.potential_energy(x)), q, eps=1e-6)
+    assert np.allclose(system.force(0.0, q), fd, rtol=1e-6, atol=1e-7)

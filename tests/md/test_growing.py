@@ -1,0 +1,110 @@
+"""run_growing: a run that overflows its neighbour list is regrown and rerun chunk by
+chunk, and equals a run that had enough capacity from the start."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sciad
+import sciad.md as md
+
+from .test_run import liquid
+
+
+def _energy(t, y, model):
+    return model.energy(y)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    system, y0 = liquid(m=4)
+    big = md.NeighborListBuilder.create(system.space, y0[0], cutoff=2.5, skin=0.3)
+    return system, y0, big
+
+
+def test_regrows_and_matches_a_large_enough_run(setup):
+    system, y0, big = setup
+    small = md.NeighborListBuilder.create(
+        system.space, y0[0], cutoff=2.5, skin=0.3, capacity=big.capacity // 3
+    )
+    chunks = []
+    traj, grown = md.run_growing(
+        system,
+        y0,
+        dt=0.005,
+        n_steps=300,
+        builder=small,
+        chunk_steps=100,
+        save_every=20,
+        fn=_energy,
+        on_chunk=lambda k, tr: chunks.append(k),
+    )
+    ref = sciad.simulate(
+        system,
+        y0,
+        dt=0.005,
+        n_steps=300,
+        integrator=md.NeighborListIntegrator(sciad.VelocityVerlet(), big),
+        saveat=sciad.SaveAt(steps=20, fn=_energy),
+    )
+    assert traj.stats["regrowths"] >= 1 and grown.capacity > small.capacity
+    assert chunks == [0, 1, 2]
+    assert traj.ys.shape == (15,) and np.allclose(traj.ts, ref.ts)
+    assert np.allclose(traj.ys, ref.ys, rtol=1e-10)
+    assert np.allclose(traj.y1[0], ref.y1[0], atol=1e-9)
+    assert traj.result == sciad.RESULTS.successful
+
+
+def test_keeps_the_thermostat_key_across_a_regrowth(setup):
+    """A Langevin run regrown mid-way equals the run with a big list from the start."""
+    system, y0, big = setup
+    nvt = md.LangevinBAOAB(friction=1.0, kT=1.0, key=jax.random.key(3))
+    first, _ = md.run_growing(system, y0, dt=0.005, n_steps=50, builder=big, integrator=nvt)
+    small = dataclasses.replace(big, capacity=big.capacity // 3)
+    resumed, grown = md.run_growing(
+        system,
+        first.y1,
+        dt=0.005,
+        n_steps=50,
+        builder=small,
+        integrator=nvt,
+        integrator_state=first.integrator_state,
+        t0=first.t1,
+    )
+    ref = sciad.simulate(
+        system, y0, dt=0.005, n_steps=100, integrator=md.NeighborListIntegrator(nvt, big)
+    )
+    assert resumed.stats["regrowths"] >= 1
+    assert np.allclose(resumed.y1[0], ref.y1[0], atol=1e-9)
+    assert np.isclose(float(resumed.t1), 0.5)
+
+
+def test_other_failures_raise(setup):
+    system, (q, p), big = setup
+    with pytest.raises(Exception, match="non-finite"):
+        md.run_growing(system, (q, p.at[0, 0].set(jnp.inf)), dt=0.005, n_steps=10, builder=big)
+
+
+def test_checkpoint_to_file_and_resume_exactly(setup, tmp_path):
+    """A Langevin run with a neighbour list, checkpointed to disk (sciad.save_checkpoint) by
+    `on_chunk`, resumes from the file bit for bit (PRNG key included)."""
+    system, y0, big = setup
+    nvt = md.LangevinBAOAB(friction=1.0, kT=1.0, key=jax.random.key(5))
+    path = tmp_path / "state.eqx"
+
+    def save(k, traj):
+        if k == 0:
+            sciad.save_checkpoint(path, (traj.y1, traj.t1, traj.integrator_state))
+
+    full, _ = md.run_growing(
+        system, y0, dt=0.005, n_steps=60, builder=big, integrator=nvt, chunk_steps=30, on_chunk=save
+    )
+    like = md.NeighborListIntegrator(nvt, big).init(system, 0.0, y0)
+    y, t, state = sciad.load_checkpoint(path, (y0, jnp.asarray(0.0), like))
+    rest, _ = md.run_growing(
+        system, y, dt=0.005, n_steps=30, builder=big, integrator=nvt, integrator_state=state, t0=t
+    )
+    assert bool(jnp.all(rest.y1[0] == full.y1[0])) and bool(jnp.all(rest.y1[1] == full.y1[1]))
