@@ -49,14 +49,22 @@ def test_one_window_is_the_plain_gradient():
     assert np.isclose(g, jax.grad(plain)(jnp.asarray(1.0)), rtol=1e-12)
 
 
-def test_gradient_is_the_mean_of_window_gradients():
-    one = jnp.asarray(1.0)
+def _window_starts(length):
+    """The start states of the four 30-step windows of a 120-step run."""
     starts = [Y0]
     for _ in range(3):
-        starts.append(windowed(one, n=30, window=30, y0=starts[-1]).y1)
+        starts.append(windowed(length, n=30, window=30, y0=starts[-1]).y1)
+    return starts
 
-    def window_mean(length, y0):
-        return jnp.mean(windowed(length, n=30, window=30, y0=y0).ys)
+
+def window_mean(length, y0):
+    """One 30-step window's average from `y0`."""
+    return jnp.mean(windowed(length, n=30, window=30, y0=y0).ys)
+
+
+def test_gradient_is_the_mean_of_window_gradients():
+    one = jnp.asarray(1.0)
+    starts = _window_starts(one)
 
     want = np.mean([jax.grad(window_mean)(one, y) for y in starts])
     got = jax.grad(lambda a: jnp.mean(windowed(a).ys))(one)
@@ -75,12 +83,7 @@ def test_vmap_and_second_order():
     batched = jax.vmap(jax.grad(f))(lengths)
     assert np.allclose(batched, [jax.grad(f)(a) for a in lengths], rtol=1e-12)
     one = jnp.asarray(1.0)
-    starts = [Y0]
-    for _ in range(3):
-        starts.append(windowed(one, n=30, window=30, y0=starts[-1]).y1)
-
-    def window_mean(length, y0):
-        return jnp.mean(windowed(length, n=30, window=30, y0=y0).ys)
+    starts = _window_starts(one)
 
     h = 1e-4
     fd = np.mean(

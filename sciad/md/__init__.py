@@ -7,6 +7,7 @@ terms, Ewald, observables, and the JAX-MD benchmarks.
 
 from ._barostat import CellRescaling as CellRescaling
 from ._bonded import (
+    AbstractBondedTerm as AbstractBondedTerm,
     HarmonicAngle as HarmonicAngle,
     HarmonicBond as HarmonicBond,
     PeriodicDihedral as PeriodicDihedral,

@@ -1,5 +1,8 @@
 """Bonded terms: harmonic bonds, harmonic angles and periodic dihedrals over a static topology."""
 
+import abc
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -84,7 +87,50 @@ def dihedral_angles(
     return _safe_atan2(y, x)
 
 
-class HarmonicBond(AbstractPotential):
+class AbstractBondedTerm(AbstractPotential):
+    """A bonded term: a sum over listed tuples of particles of the energy of one value
+    (a length, an angle, a dihedral). Subclasses give `values` and `term_energy`; the
+    energy, the zero range (no pair list is read) and the index checks are shared.
+
+    **Example:** see [`HarmonicBond`][sciad.md.HarmonicBond].
+    """
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def indices(self) -> Int[Array, "m k"]:
+        """The particle tuples, shape `(m, k)`."""
+
+    @abc.abstractmethod
+    def values(self, space: AbstractSpace, positions: Positions) -> Float[Array, " m"]:
+        """The geometric value of each tuple, shape `(m,)`."""
+
+    @abc.abstractmethod
+    def term_energy(self, values: Float[Array, " m"]) -> Float[Array, " m"]:
+        """The energy of each tuple given its value (energy units), shape `(m,)`."""
+
+    def energy(
+        self,
+        space: AbstractSpace,
+        positions: Positions,
+        pairs: Pairs | None = None,
+        species: Int[Array, " n"] | None = None,
+        exclusions: Exclusions | None = None,
+    ) -> FloatScalar:
+        """Σ over tuples of `term_energy(values)`; `pairs`, `species`, `exclusions` are
+        not read."""
+        return jnp.sum(self.term_energy(self.values(space, positions)))
+
+    def range(self) -> float:
+        """0: bonded terms read no pair list."""
+        return 0.0
+
+    def check_system(self, space: AbstractSpace, n_particles: int) -> None:
+        """Indices below `n_particles`."""
+        _check_range(self.name, self.indices(), n_particles)
+
+
+class HarmonicBond(AbstractBondedTerm):
     """Harmonic bonds: U = Σ_b ½ k_b (r_b − r0_b)², r_b = |r_i − r_j| (minimum image).
 
     Note the ½ (GROMACS/CHARMM convention k; AMBER's K = k/2). Gradient-safe at
@@ -114,27 +160,22 @@ class HarmonicBond(AbstractPotential):
         """
         return norm_or_zero(_vectors(space, positions, self.bonds[:, 0], self.bonds[:, 1]))
 
-    def energy(
-        self,
-        space: AbstractSpace,
-        positions: Positions,
-        pairs: Pairs | None = None,
-        species: Int[Array, " n"] | None = None,
-        exclusions: Exclusions | None = None,
-    ) -> FloatScalar:
-        """Σ ½ k (r − r0)² (energy units); `pairs`, `species`, `exclusions` are not read."""
-        return jnp.sum(0.5 * self.k * (self.lengths(space, positions) - self.r0) ** 2)
+    name: ClassVar[str] = "bonds"
 
-    def range(self) -> float:
-        """0: bonds read no pair list."""
-        return 0.0
+    def indices(self) -> Int[Array, "nb 2"]:
+        """The bonded pairs."""
+        return self.bonds
 
-    def check_system(self, space: AbstractSpace, n_particles: int) -> None:
-        """Indices below `n_particles`."""
-        _check_range("bonds", self.bonds, n_particles)
+    def values(self, space: AbstractSpace, positions: Positions) -> Float[Array, " nb"]:
+        """The bond lengths (as `lengths`)."""
+        return self.lengths(space, positions)
+
+    def term_energy(self, values: Float[Array, " nb"]) -> Float[Array, " nb"]:
+        """½ k (r − r0)² per bond."""
+        return 0.5 * self.k * (values - self.r0) ** 2
 
 
-class HarmonicAngle(AbstractPotential):
+class HarmonicAngle(AbstractBondedTerm):
     """Harmonic angles: U = Σ_a ½ k_a (θ_a − θ0_a)², θ the angle i–j–k at j.
 
     θ = atan2(|u × v|, u · v) with u = r_i − r_j, v = r_k − r_j (minimum image): exact
@@ -170,27 +211,18 @@ class HarmonicAngle(AbstractPotential):
         v = _vectors(space, positions, a[:, 2], a[:, 1])
         return bond_angles(u, v)
 
-    def energy(
-        self,
-        space: AbstractSpace,
-        positions: Positions,
-        pairs: Pairs | None = None,
-        species: Int[Array, " n"] | None = None,
-        exclusions: Exclusions | None = None,
-    ) -> FloatScalar:
-        """Σ ½ k (θ − θ0)² (energy units)."""
-        return jnp.sum(0.5 * self.k * (self.values(space, positions) - self.theta0) ** 2)
+    name: ClassVar[str] = "angles"
 
-    def range(self) -> float:
-        """0: angles read no pair list."""
-        return 0.0
+    def indices(self) -> Int[Array, "na 3"]:
+        """The angle triples."""
+        return self.angles
 
-    def check_system(self, space: AbstractSpace, n_particles: int) -> None:
-        """Indices below `n_particles`."""
-        _check_range("angles", self.angles, n_particles)
+    def term_energy(self, values: Float[Array, " na"]) -> Float[Array, " na"]:
+        """½ k (θ − θ0)² per angle."""
+        return 0.5 * self.k * (values - self.theta0) ** 2
 
 
-class PeriodicDihedral(AbstractPotential):
+class PeriodicDihedral(AbstractBondedTerm):
     """Periodic (proper) dihedrals: U = Σ_t k_t [1 + cos(n_t φ_t − δ_t)].
 
     φ is the IUPAC dihedral of i–j–k–l (0 = cis, π = trans), from the atan2 form
@@ -234,26 +266,19 @@ class PeriodicDihedral(AbstractPotential):
         b3 = _vectors(space, positions, t[:, 3], t[:, 2])
         return dihedral_angles(b1, b2, b3)
 
-    def energy(
-        self,
-        space: AbstractSpace,
-        positions: Positions,
-        pairs: Pairs | None = None,
-        species: Int[Array, " n"] | None = None,
-        exclusions: Exclusions | None = None,
-    ) -> FloatScalar:
-        """Σ k [1 + cos(n φ − δ)] (energy units)."""
-        phi = self.values(space, positions)
-        n = self.n.astype(phi.dtype)
-        return jnp.sum(self.k * (1 + jnp.cos(n * phi - self.phase)))
+    name: ClassVar[str] = "dihedrals"
 
-    def range(self) -> float:
-        """0: dihedrals read no pair list."""
-        return 0.0
+    def indices(self) -> Int[Array, "nd 4"]:
+        """The dihedral quadruples."""
+        return self.dihedrals
+
+    def term_energy(self, values: Float[Array, " nd"]) -> Float[Array, " nd"]:
+        """k [1 + cos(n φ − δ)] per dihedral."""
+        return self.k * (1 + jnp.cos(self.n.astype(values.dtype) * values - self.phase))
 
     def check_system(self, space: AbstractSpace, n_particles: int) -> None:
         """Indices below `n_particles`; a 3-D space."""
-        _check_range("dihedrals", self.dihedrals, n_particles)
+        super().check_system(space, n_particles)
         d = _space_dim(space)
         if d is not None and d != 3:
             raise ValueError(f"PeriodicDihedral needs a 3-D space, got d = {d}.")
