@@ -1,7 +1,7 @@
-"""The examples and the notebook run, and their own assertions on the mathematics pass.
+"""The examples and the notebooks run, and their own assertions on the mathematics pass.
 
 Each `examples/*.py` runs in a fresh interpreter (no jaxtyping hook, float64 enabled by
-the script itself) in a temporary directory, so the plots it writes land there. The
+the script itself) in a temporary directory, so the plots it writes land there. Each
 notebook runs through nbclient on a kernel that is this interpreter, whatever other
 `python3` kernelspecs the machine has. All of these share one xdist group, so that they run one
 after another on one worker rather than loading both cores at once.
@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
-NOTEBOOK = ROOT / "notebooks" / "01_fit_a_pendulum.ipynb"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 # Examples whose run (compile included) takes more than about 10 s on 2 CPU cores.
 SLOW_EXAMPLES = {"adaptive_solve.py", "fit_pendulum.py", "gradients.py"}
@@ -85,9 +85,17 @@ def test_example_runs(path, tmp_path):
     )
 
 
-def test_notebook_is_saved_without_outputs():
+def test_notebooks_exist():
+    assert {p.name for p in NOTEBOOKS} >= {
+        "01_fit_a_pendulum.ipynb",
+        "02_md_learn_a_potential.ipynb",
+    }
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_saved_without_outputs(notebook):
     nbformat = pytest.importorskip("nbformat")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)
     nbformat.validate(nb)
     assert nb.nbformat == 4
     assert nb.metadata["kernelspec"]["name"] == "python3"
@@ -113,7 +121,8 @@ def _kernelspec_for_this_interpreter(root: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("examples")
-def test_notebook_executes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes(notebook, tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
@@ -131,7 +140,7 @@ def test_notebook_executes(tmp_path, monkeypatch):
 
     work = tmp_path / "run"
     work.mkdir()
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)
     client = nbclient.NotebookClient(
         nb,
         timeout=NOTEBOOK_TIMEOUT_S,
