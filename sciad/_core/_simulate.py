@@ -154,7 +154,9 @@ def simulate(
     - `max_steps`: stop after this many steps and report `max_steps_reached`.
     - `throw`: raise on a non-successful result (at run time, inside jit too).
       With `False` the code is returned in `Trajectory.result`.
-    - `integrator_state`: resume from a previous `Trajectory.integrator_state`.
+    - `integrator_state`: resume from a previous `Trajectory.integrator_state`. It holds
+      caches computed with the model that ran (a force): to continue with changed
+      parameters, pass `integrator.refresh(model, t0, y0, state)` instead.
 
     **Returns:** a `sciad.Trajectory`.
 
