@@ -49,3 +49,33 @@ def lazy_cond(pred: Anything, true_fn: Callable[[], Anything], false_fn: Callabl
         lambda: tree_where(pred, true_fn(), false_fn()),
         false_fn,
     )
+
+
+def lazy_update(
+    pred: Anything, fn: Callable[..., Anything], args: tuple, old: Anything
+) -> Anything:
+    """`fn(*args)` where `pred`, else `old`, for a `fn` that is not differentiated.
+
+    Without `vmap` this is `lax.cond`. Under `vmap` with a batched `pred`, each batch
+    element runs `fn` only if its own `pred` holds (a `lax.map` of `cond`s): a batch of
+    replicas pays for exactly the rebuilds it needs. No derivative flows through `fn`:
+    `args` and `old` are cut with `stop_gradient` (and must not need one).
+    """
+    args, old = jax.lax.stop_gradient((args, old))
+
+    @custom_vmap
+    def update(pred, args, old):
+        return jax.lax.cond(pred, lambda: fn(*args), lambda: old)
+
+    @update.def_vmap
+    def _rule(axis_size, in_batched, pred, args, old):
+        def full(x, batched):
+            return x if batched else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+
+        pred, args, old = jax.tree.map(full, (pred, args, old), tuple(in_batched))
+        out = jax.lax.map(
+            lambda e: jax.lax.cond(e[0], lambda: fn(*e[1]), lambda: e[2]), (pred, args, old)
+        )
+        return out, jax.tree.map(lambda _: True, out)
+
+    return update(pred, args, old)
