@@ -2,10 +2,11 @@
 
 One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
 gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`
-and most of `sciad.md` (more to come: `sciad.rigid`).
+and most of `sciad.md` (more to come: `sciad.rigid`, whose first slice is here:
+bodies, joints and articulated dynamics; contacts and MJCF import next).
 """
 
-from . import md as md, ode as ode
+from . import md as md, ode as ode, rigid as rigid
 from ._core._adjoint import (
     AbstractAdjoint as AbstractAdjoint,
     CheckpointAdjoint as CheckpointAdjoint,

@@ -83,6 +83,11 @@ def test_demo_runs_and_recovers_parameters(tmp_path):
     assert abs(float(rows["length"]) - 1.0) < 0.01
     assert abs(float(rows["damping"]) - 0.1) < 0.01
     assert "fit step" in proc.stdout and "result: successful" in proc.stdout
+    drift = float(re.search(r"max \|ΔE/E\| (\S+)", proc.stdout).group(1))
+    assert drift < 1e-3
+    u = float(re.search(r"<U> = (\S+) over", proc.stdout).group(1))
+    du = float(re.search(r"d<U>/dε = (\S+) by", proc.stdout).group(1))
+    assert 2 * u < du < 0  # ≈ <U>/ε (fixed configurations) plus a smaller response
 
 
 def _public(module):
@@ -93,7 +98,7 @@ def _public(module):
     ]
 
 
-PUBLIC = _public(sciad) + _public(sciad.ode) + _public(sciad.md)
+PUBLIC = _public(sciad) + _public(sciad.ode) + _public(sciad.md) + _public(sciad.rigid)
 
 
 @pytest.mark.parametrize("name, obj", PUBLIC, ids=[p[0] for p in PUBLIC])

@@ -1,0 +1,222 @@
+"""Integrators for multibodies: on the configuration manifold (unit quaternions)."""
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._core._geometry import cross, quat_conjugate, quat_exp, quat_multiply, quat_rotate
+from .._core._integrator import AbstractIntegrator
+from .._core._model import AbstractModel
+from .._core._types import Anything, RealScalarLike, State
+from ._joints import FreeJoint
+from ._multibody import MultiBody
+
+
+def _multibody(integrator: AbstractIntegrator, model: AbstractModel) -> MultiBody:
+    if not isinstance(model, MultiBody):
+        raise TypeError(
+            f"{type(integrator).__name__} integrates a sciad.rigid.MultiBody; got "
+            f"{type(model).__name__}."
+        )
+    return model
+
+
+class SemiImplicitEuler(AbstractIntegrator):
+    """Semi-implicit (symplectic) Euler on the configuration manifold. Order 1.
+
+    v ← v + h v̇(t, q, v), then q ← q ⊕ h v (quaternions: q ⊗ exp(h ω), normalised).
+    With `implicit_damping` the joint damping D is integrated implicitly,
+    (M + h D) v̇ = τ − b, exactly as MuJoCo's default Euler integrator does; without
+    damping the two agree. One dynamics evaluation per step. It does not conserve
+    energy for spinning bodies: the gyroscopic term is explicit (a torque-free
+    diag(1, 2, 3) body gains energy; see docs/rigid.md).
+    Reference: Hairer, Lubich & Wanner, *Geometric Numerical Integration* (2006),
+    §VI.3; MuJoCo documentation, "Numerical integration".
+
+    **Arguments:** `implicit_damping`: bool, default True.
+
+    **Example:** `sciad.simulate(model, y0, dt=1e-3, n_steps=1000, integrator=sciad.rigid.SemiImplicitEuler())`
+    """
+
+    implicit_damping: bool = eqx.field(default=True, static=True)
+    requires_separable: ClassVar[bool] = False
+
+    def order(self) -> int:
+        """1."""
+        return 1
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """No state (checks that `model` is a `MultiBody`)."""
+        _multibody(self, model)
+        return None
+
+    def step(
+        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
+    ) -> tuple[State, Anything]:
+        """One step: kick the velocities, then move the positions with the new ones."""
+        mb = _multibody(self, model)
+        q, v = y
+        acc = mb.accelerations(t, q, v, implicit_damping_dt=dt if self.implicit_damping else None)
+        v = v + dt * acc
+        return (mb.integrate_positions(q, dt * v), v), None
+
+
+class RKMK4(AbstractIntegrator):
+    """The classic 4th-order Runge–Kutta method on the configuration manifold
+    (Runge–Kutta–Munthe-Kaas). Order 4, also for rotations.
+
+    Stage positions are q ⊕ ξᵢ with tangent increments ξᵢ = h Σⱼ aᵢⱼ kⱼ, and the
+    position slopes are kⱼ = dexp⁻¹_{ξⱼ}(vⱼ) (`MultiBody.tangent_correction`, the
+    identity for hinges and sliders), so quaternions stay on the unit sphere by
+    construction (they are renormalised only against round-off) and the method keeps
+    its 4th order for ball and free joints. For trees of hinges and sliders it is the
+    classic RK4. MuJoCo's RK4 combines the stage velocities without the dexp⁻¹
+    correction; for a fast-spinning free body the two agree to ~1e-14 over 1,000 steps
+    of 1 ms (tests/rigid/test_mujoco.py), the correction entering at higher order.
+    Reference: Munthe-Kaas, BIT 38, 92 (1998); Iserles, Munthe-Kaas, Nørsett & Zanna,
+    Acta Numerica 9, 215 (2000), §4.
+
+    **Example:** `sciad.simulate(model, y0, dt=1e-3, n_steps=1000, integrator=sciad.rigid.RKMK4())`
+    """
+
+    requires_separable: ClassVar[bool] = False
+
+    def order(self) -> int:
+        """4."""
+        return 4
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """No state (checks that `model` is a `MultiBody`)."""
+        _multibody(self, model)
+        return None
+
+    def step(
+        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
+    ) -> tuple[State, Anything]:
+        """One RKMK4 step. The four stages run as one `lax.scan` over the tableau, so
+        the dynamics is traced (and compiled) once, not four times."""
+        mb = _multibody(self, model)
+        q, v = y
+        dt = jnp.asarray(dt)
+        dtype = v.dtype
+        a = jnp.asarray([0.0, 0.5, 0.5, 1.0], dtype)  # the stage's increment factor
+        b = jnp.asarray([1 / 6, 1 / 3, 1 / 3, 1 / 6], dtype)
+
+        def stage(carry, ab):
+            kq, kv, sum_q, sum_v = carry
+            ai, bi = ab
+            xi, vi = (ai * dt) * kq, v + (ai * dt) * kv
+            kq = mb.tangent_correction(xi, vi)
+            kv = mb.accelerations(t + ai * dt, mb.integrate_positions(q, xi), vi)
+            return (kq, kv, sum_q + bi * kq, sum_v + bi * kv), None
+
+        zero = jnp.zeros_like(v)
+        (_, _, sum_q, sum_v), _ = jax.lax.scan(stage, (zero, zero, zero, zero), (a, b))
+        return (mb.integrate_positions(q, dt * sum_q), v + dt * sum_v), None
+
+
+# The symmetric composition of the three exactly solvable rotations about the
+# principal axes: R₁(h/2) R₂(h/2) R₃(h) R₂(h/2) R₁(h/2).
+_ROTATIONS = ((0, 0.5), (1, 0.5), (2, 1.0), (1, 0.5), (0, 0.5))
+
+
+class FreeBodySplitting(AbstractIntegrator):
+    """A geometric integrator for free rigid bodies: Strang splitting of forces and
+    free motion, with the free rotation split into exact rotations about the
+    principal axes. Order 2.
+
+    One step is a half kick by the forces (gravity, wrenches, actuators, damping) on
+    the momenta, the free flight — the centre of mass moves in a straight line, and
+    the rotation T = Σₖ Lₖ²/(2Iₖ) is composed symmetrically from its three pieces,
+    each an exact rotation of the body about principal axis k by the angle h Lₖ/Iₖ —
+    and a second half kick. Every piece is the exact flow of a Hamiltonian, so the
+    method is symplectic and time-reversible; each preserves the world-frame angular
+    momentum, so without torques L (and |L|) is conserved to round-off, and the energy
+    error stays bounded (no drift). The gyroscopic dynamics is kept, so the
+    Dzhanibekov flip of a body spinning about its intermediate axis is reproduced.
+    References: McLachlan, Phys. Rev. Lett. 71, 3043 (1993); Touma & Wisdom, Astron.
+    J. 107, 1189 (1994); Dullweber, Leimkuhler & McLachlan, J. Chem. Phys. 107, 5840
+    (1997); Fassò, J. Comput. Phys. 189, 527 (2003).
+
+    The model must be a `MultiBody` whose every body has a `FreeJoint` (any number of
+    independent free bodies). Forces that depend on velocity (damping, velocity
+    servos) are evaluated explicitly at the kicks.
+
+    **Example:**
+
+    ```python
+    top = sciad.rigid.MultiBody([sciad.rigid.Body("top", joint=sciad.rigid.FreeJoint(), mass=1.0,
+                                                  inertia=jnp.array([1.0, 2.0, 3.0]))],
+                                gravity=jnp.zeros(3))
+    q0, _ = top.default_state()
+    traj = sciad.simulate(top, (q0, jnp.array([0.0, 0, 0, 0.01, 5.0, 0.01])), dt=1e-3,
+                          n_steps=10_000, integrator=sciad.rigid.FreeBodySplitting())
+    ```
+    """
+
+    requires_separable: ClassVar[bool] = False
+
+    def order(self) -> int:
+        """2."""
+        return 2
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """No state (checks that every body of `model` is free)."""
+        mb = _multibody(self, model)
+        if not all(isinstance(j, FreeJoint) for j in mb.joints):
+            others = sorted({type(j).__name__ for j in mb.joints if not isinstance(j, FreeJoint)})
+            raise ValueError(
+                "FreeBodySplitting integrates free bodies only (every joint a FreeJoint); "
+                f"this MultiBody also has {', '.join(others)}. Use RKMK4 or SemiImplicitEuler."
+            )
+        return None
+
+    def step(
+        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
+    ) -> tuple[State, Anything]:
+        """Half kick, free flight (translation + five axis rotations), half kick."""
+        mb = _multibody(self, model)
+        q, v = y
+        dt = jnp.asarray(dt)
+        n = len(mb.names)
+        c, iq, inertia, m = mb.com, mb.inertia_quat, mb.inertia, mb.mass[:, None]
+
+        def to_momenta(q, v):
+            x, w = q.reshape(n, 7), v.reshape(n, 6)
+            quat, omega = x[:, 3:], w[:, 3:]
+            xcom = x[:, :3] + quat_rotate(quat, c)
+            p = m * (w[:, :3] + quat_rotate(quat, cross(omega, c)))
+            lp = inertia * quat_rotate(quat_conjugate(iq), omega)
+            return xcom, quat_multiply(quat, iq), p, lp
+
+        def from_momenta(xcom, qp, p, lp):
+            quat = quat_multiply(qp, quat_conjugate(iq))
+            omega = quat_rotate(iq, lp / inertia)
+            pos = xcom - quat_rotate(quat, c)
+            vlin = p / m - quat_rotate(quat, cross(omega, c))
+            q = jnp.concatenate([pos, quat], axis=1).reshape(-1)
+            return q, jnp.concatenate([vlin, omega], axis=1).reshape(-1)
+
+        def kick(tk, q, v, h):
+            xcom, qp, p, lp = to_momenta(q, v)
+            terms = mb._terms(tk, q, v, inertial=False)
+            tau = (terms.applied + terms.gravity).reshape(n, 6)
+            force = tau[:, :3]
+            quat = q.reshape(n, 7)[:, 3:]
+            torque = tau[:, 3:] - cross(c, quat_rotate(quat_conjugate(quat), force))
+            p = p + h * force
+            lp = lp + h * quat_rotate(quat_conjugate(iq), torque)
+            return xcom, qp, p, lp
+
+        xcom, qp, p, lp = kick(t, q, v, 0.5 * dt)
+        xcom = xcom + dt * p / m
+        for axis, weight in _ROTATIONS:
+            e = jnp.zeros(3, dtype=lp.dtype).at[axis].set(1.0)
+            angle = (weight * dt) * lp[:, axis : axis + 1] / inertia[:, axis : axis + 1]
+            qp = quat_multiply(qp, quat_exp(angle * e[None, :]))
+            lp = quat_rotate(quat_exp(-angle * e[None, :]), lp)
+        q, v = from_momenta(xcom, qp, p, lp)
+        q, v = from_momenta(*kick(t + dt, q, v, 0.5 * dt))
+        return (mb.normalize(q), v), None

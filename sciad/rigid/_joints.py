@@ -1,0 +1,533 @@
+"""Joints: how a body moves relative to its parent, in generalised coordinates.
+
+A joint with `nq` position and `nv` velocity coordinates maps q to the child body's
+frame relative to its reference placement, gives the motion subspace S(q) (the body
+velocity produced by unit joint velocities) and integrates q on its manifold. Joints
+of one type are stacked and `vmap`ped together by `MultiBody` (DESIGN §4.6), so a new
+joint type is one new subclass. Velocities of rotational joints are angular
+velocities in the child body's frame, as in MuJoCo; positions are unit quaternions
+(w, x, y, z).
+"""
+
+import abc
+from typing import ClassVar
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+import numpy as np
+
+from .._core._geometry import (
+    cross,
+    quat_conjugate,
+    quat_exp,
+    quat_log,
+    quat_multiply,
+    quat_normalize,
+    quat_rotate,
+    quat_to_matrix,
+    safe_norm,
+    so3_dexpinv,
+)
+from .._core._types import Anything, FloatScalar
+from .._core._validate import is_concrete
+from ._spatial import cross_motion
+from ._types import RangeLike, ScalarLike, Vec3Like
+
+Q = Float[Array, " nq"]
+V = Float[Array, " nv"]
+
+
+def _vec3(x: Anything) -> Array:
+    return jnp.asarray(x)
+
+
+def _unit_axis(name: str, axis: Anything) -> Array:
+    axis = jnp.asarray(axis)
+    if axis.shape != (3,):
+        raise ValueError(f"{name} axis must have shape (3,); got shape {axis.shape}.")
+    if is_concrete(axis):
+        norm = float(np.linalg.norm(np.asarray(axis)))
+        if not norm > 0:
+            raise ValueError(f"{name} axis must be non-zero; got {np.asarray(axis)}.")
+    return axis / jnp.linalg.norm(axis)
+
+
+def _check_scalars(joint: eqx.Module, *names: str) -> None:
+    for name in names:
+        x = getattr(joint, name)
+        if x is None:
+            continue
+        if np.ndim(x) != 0:
+            raise ValueError(f"{type(joint).__name__}.{name} must be a scalar; got {np.shape(x)}.")
+        if is_concrete(x) and not float(np.asarray(x)) >= 0:
+            raise ValueError(f"{type(joint).__name__}.{name} must be >= 0; got {np.asarray(x)}.")
+
+
+def _check_range(joint: eqx.Module, rng: Array | None) -> None:
+    if rng is None:
+        return
+    if np.shape(rng) != (2,):
+        raise ValueError(
+            f"{type(joint).__name__}.range must have shape (2,) (lower, upper); got {np.shape(rng)}."
+        )
+    if is_concrete(rng) and not float(rng[0]) < float(rng[1]):
+        raise ValueError(
+            f"{type(joint).__name__}.range must have lower < upper; got {np.asarray(rng)}."
+        )
+
+
+def _limit_force(
+    x: FloatScalar,
+    xdot: FloatScalar,
+    lo: FloatScalar,
+    hi: FloatScalar,
+    k: FloatScalar,
+    d: FloatScalar,
+) -> FloatScalar:
+    """The penalty force of a one-sided spring-damper outside [lo, hi]."""
+    over = jnp.maximum(x - hi, 0.0) - jnp.maximum(lo - x, 0.0)
+    return -k * over - jnp.where(over != 0, d * xdot, 0.0)
+
+
+class AbstractJoint(eqx.Module):
+    """A joint between a body and its parent, with `nq` positions and `nv` velocities.
+
+    Subclasses set the class variables `nq` and `nv` and implement `neutral`,
+    `transform` and `motion_subspace`. Joints whose position space is not a vector
+    space (quaternions) also override `integrate`, `position_derivative`,
+    `tangent_correction`, `difference` and `normalize`. A `damping` and an `armature`
+    field (added to the mass matrix diagonal) apply to every dof; joints without them
+    have neither. Joints of one type are stacked and `vmap`ped by `MultiBody`, so the
+    methods see one joint's coordinates.
+
+    **Example** (a new joint type: a hinge about the body's z axis through its origin):
+
+    ```python
+    class ZHinge(sciad.rigid.AbstractJoint):
+        nq = 1
+        nv = 1
+
+        def neutral(self):
+            return jnp.zeros(1)
+
+        def transform(self, q):  # (quaternion w, x, y, z; translation)
+            c, s = jnp.cos(q / 2), jnp.sin(q / 2)
+            return jnp.concatenate([c, jnp.zeros(2), s]), jnp.zeros(3)
+
+        def motion_subspace(self, q):
+            return jnp.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]])
+    ```
+    """
+
+    #: Number of position coordinates.
+    nq: ClassVar[int]
+    #: Number of velocity coordinates (degrees of freedom).
+    nv: ClassVar[int]
+    #: True if `transform` gives the body pose in the parent frame directly, replacing
+    #: the body's `pos`/`quat` placement (the free joint).
+    absolute: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def neutral(self) -> Q:
+        """The reference configuration q₀, shape `(nq,)` (the body at its placement)."""
+
+    @abc.abstractmethod
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """The body frame relative to its reference placement at configuration `q`.
+
+        **Returns:** `(quat, translation)`: x_parent = R(quat) x_body + translation,
+        composed after the body's placement (`pos`, `quat`) in its parent.
+        """
+
+    @abc.abstractmethod
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """S(q): row k is the body's spatial velocity (ω, v at the body origin), in the
+        body frame, per unit of velocity coordinate k."""
+
+    def integrate(self, q: Q, dq: V) -> Q:
+        """q ⊕ dq: move `q` along the tangent vector `dq` (e.g. velocity × dt)."""
+        return q + dq
+
+    def position_derivative(self, q: Q, v: V) -> Q:
+        """dq/dt for velocity `v`."""
+        return v
+
+    def tangent_correction(self, dq: V, v: V) -> V:
+        """d(dq)/dt when q(t) = q₀ ⊕ dq(t) moves with velocity `v` (dexp⁻¹; identity on
+        vector spaces). Used by Runge–Kutta–Munthe-Kaas integrators."""
+        return v
+
+    def difference(self, q1: Q, q0: Q) -> V:
+        """The tangent vector dq with q0 ⊕ dq = q1."""
+        return q1 - q0
+
+    def normalize(self, q: Q) -> Q:
+        """Project `q` back onto its manifold (unit quaternions); identity otherwise."""
+        return q
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """Joint forces other than damping: the soft limits. Zero by default."""
+        return jnp.zeros_like(v)
+
+    def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
+        """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
+        world frame). Zero for joints whose subspace is fixed in the child body."""
+        return jnp.zeros(6, dtype=v.dtype)
+
+    def damping_vector(self) -> V:
+        """Viscous damping per degree of freedom (force·time per unit velocity): the
+        joint's `damping` field on every dof, zero if it has none."""
+        return jnp.broadcast_to(jnp.asarray(getattr(self, "damping", 0.0)), (self.nv,))
+
+    def armature_vector(self) -> V:
+        """Armature (rotor inertia) per degree of freedom, added to the mass matrix: the
+        joint's `armature` field on every dof, zero if it has none."""
+        return jnp.broadcast_to(jnp.asarray(getattr(self, "armature", 0.0)), (self.nv,))
+
+
+class FixedJoint(AbstractJoint):
+    """No motion: the body is welded to its parent at its placement (nq = nv = 0).
+
+    **Example:** `sciad.rigid.Body("sensor", parent="torso", joint=sciad.rigid.FixedJoint(), mass=0.1, inertia=jnp.full(3, 1e-4))`
+    """
+
+    nq: ClassVar[int] = 0
+    nv: ClassVar[int] = 0
+
+    def neutral(self) -> Q:
+        """An empty vector."""
+        return jnp.zeros(0)
+
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """The identity."""
+        one = jnp.ones(1, dtype=q.dtype)
+        return jnp.concatenate([one, jnp.zeros(3, dtype=q.dtype)]), jnp.zeros(3, dtype=q.dtype)
+
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """An empty (0, 6) matrix."""
+        return jnp.zeros((0, 6), dtype=q.dtype)
+
+    def damping_vector(self) -> V:
+        """Empty."""
+        return jnp.zeros(0)
+
+    def armature_vector(self) -> V:
+        """Empty."""
+        return jnp.zeros(0)
+
+
+class HingeJoint(AbstractJoint):
+    """A revolute joint: rotation by angle q about `axis` through `pos` (body frame).
+
+    nq = nv = 1 (radians, rad/s). The optional `range` is a soft limit: outside
+    [lower, upper] a penalty torque −k (q − bound) − d q̇ acts (a stiff spring-damper,
+    not MuJoCo's constraint solver).
+
+    **Arguments:**
+
+    - `axis`: shape `(3,)`, in the body frame (normalised).
+    - `pos`: shape `(3,)`, a point on the axis, in the body frame (length).
+    - `damping`: viscous damping (N·m·s/rad), ≥ 0.
+    - `armature`: rotor inertia added to the mass matrix (kg·m²), ≥ 0.
+    - `range`: optional `(lower, upper)` angles (rad).
+    - `limit_stiffness`, `limit_damping`: the soft limit's k (N·m/rad) and d (N·m·s/rad).
+
+    **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), damping=0.1)`
+    """
+
+    axis: Float[Array, "3"]
+    pos: Float[Array, "3"]
+    damping: FloatScalar
+    armature: FloatScalar
+    range: Float[Array, "2"] | None
+    limit_stiffness: FloatScalar
+    limit_damping: FloatScalar
+    nq: ClassVar[int] = 1
+    nv: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        axis: Vec3Like = (0.0, 0.0, 1.0),
+        pos: Vec3Like = (0.0, 0.0, 0.0),
+        damping: ScalarLike = 0.0,
+        armature: ScalarLike = 0.0,
+        range: RangeLike | None = None,
+        limit_stiffness: ScalarLike = 1e4,
+        limit_damping: ScalarLike = 1e2,
+    ):
+        self.axis = _unit_axis("HingeJoint", axis)
+        self.pos = _vec3(pos)
+        self.damping = jnp.asarray(damping)
+        self.armature = jnp.asarray(armature)
+        self.range = None if range is None else jnp.asarray(range)
+        self.limit_stiffness = jnp.asarray(limit_stiffness)
+        self.limit_damping = jnp.asarray(limit_damping)
+
+    def __check_init__(self):
+        if np.shape(self.pos) != (3,):
+            raise ValueError(f"HingeJoint pos must have shape (3,); got {np.shape(self.pos)}.")
+        _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
+        _check_range(self, self.range)
+
+    def neutral(self) -> Q:
+        """q = 0."""
+        return jnp.zeros(1, dtype=self.axis.dtype)
+
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """Rotation exp(q·axis) about the line through `pos`."""
+        quat = quat_exp(q[0] * self.axis)
+        return quat, self.pos - quat_rotate(quat, self.pos)
+
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """(axis, pos × axis)."""
+        return jnp.concatenate([self.axis, cross(self.pos, self.axis)])[None]
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """The soft limit torque (zero without `range`)."""
+        if self.range is None:
+            return jnp.zeros_like(v)
+        f = _limit_force(
+            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
+        )
+        return f[None]
+
+
+class SliderJoint(AbstractJoint):
+    """A prismatic joint: translation by q along `axis` (body frame).
+
+    nq = nv = 1 (length, length/time). `range` is a soft limit as for
+    [`HingeJoint`][sciad.rigid.HingeJoint].
+
+    **Arguments:**
+
+    - `axis`: shape `(3,)`, in the body frame (normalised).
+    - `damping` (N·s/m), `armature` (kg), both ≥ 0.
+    - `range`: optional `(lower, upper)` (length).
+    - `limit_stiffness` (N/m), `limit_damping` (N·s/m).
+
+    **Example:** `sciad.rigid.SliderJoint(axis=jnp.array([1.0, 0.0, 0.0]))`
+    """
+
+    axis: Float[Array, "3"]
+    damping: FloatScalar
+    armature: FloatScalar
+    range: Float[Array, "2"] | None
+    limit_stiffness: FloatScalar
+    limit_damping: FloatScalar
+    nq: ClassVar[int] = 1
+    nv: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        axis: Vec3Like = (0.0, 0.0, 1.0),
+        damping: ScalarLike = 0.0,
+        armature: ScalarLike = 0.0,
+        range: RangeLike | None = None,
+        limit_stiffness: ScalarLike = 1e4,
+        limit_damping: ScalarLike = 1e2,
+    ):
+        self.axis = _unit_axis("SliderJoint", axis)
+        self.damping = jnp.asarray(damping)
+        self.armature = jnp.asarray(armature)
+        self.range = None if range is None else jnp.asarray(range)
+        self.limit_stiffness = jnp.asarray(limit_stiffness)
+        self.limit_damping = jnp.asarray(limit_damping)
+
+    def __check_init__(self):
+        _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
+        _check_range(self, self.range)
+
+    def neutral(self) -> Q:
+        """q = 0."""
+        return jnp.zeros(1, dtype=self.axis.dtype)
+
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """Translation q·axis."""
+        one = jnp.ones(1, dtype=q.dtype)
+        return jnp.concatenate([one, jnp.zeros(3, dtype=q.dtype)]), q[0] * self.axis
+
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """(0, axis)."""
+        return jnp.concatenate([jnp.zeros_like(self.axis), self.axis])[None]
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """The soft limit force (zero without `range`)."""
+        if self.range is None:
+            return jnp.zeros_like(v)
+        f = _limit_force(
+            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
+        )
+        return f[None]
+
+
+def _quat_derivative(quat: Float[Array, "4"], w: Float[Array, "3"]) -> Float[Array, "4"]:
+    """dq/dt = ½ q ⊗ (0, ω) for body angular velocity ω."""
+    return 0.5 * quat_multiply(quat, jnp.concatenate([jnp.zeros(1, dtype=w.dtype), w]))
+
+
+class BallJoint(AbstractJoint):
+    """A spherical joint about `pos` (body frame): q is a unit quaternion (w, x, y, z),
+    v the body's angular velocity relative to its parent, in the body frame.
+
+    nq = 4, nv = 3. The optional `max_angle` is a soft cone limit on the total rotation
+    angle θ = |log q|: beyond it a torque −k (θ − max_angle) n − d (ω·n) n acts about
+    the rotation axis n.
+
+    **Arguments:**
+
+    - `pos`: shape `(3,)`, the pivot in the body frame (length).
+    - `damping` (N·m·s/rad), `armature` (kg·m²), both ≥ 0, the same on all three dofs.
+    - `max_angle`: optional limit angle (rad), > 0.
+    - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad).
+
+    **Example:** `sciad.rigid.BallJoint(pos=jnp.array([0.0, 0.0, 0.5]), damping=0.01)`
+    """
+
+    pos: Float[Array, "3"]
+    damping: FloatScalar
+    armature: FloatScalar
+    max_angle: FloatScalar | None
+    limit_stiffness: FloatScalar
+    limit_damping: FloatScalar
+    nq: ClassVar[int] = 4
+    nv: ClassVar[int] = 3
+
+    def __init__(
+        self,
+        pos: Vec3Like = (0.0, 0.0, 0.0),
+        damping: ScalarLike = 0.0,
+        armature: ScalarLike = 0.0,
+        max_angle: ScalarLike | None = None,
+        limit_stiffness: ScalarLike = 1e4,
+        limit_damping: ScalarLike = 1e2,
+    ):
+        self.pos = _vec3(pos)
+        self.damping = jnp.asarray(damping)
+        self.armature = jnp.asarray(armature)
+        self.max_angle = None if max_angle is None else jnp.asarray(max_angle)
+        self.limit_stiffness = jnp.asarray(limit_stiffness)
+        self.limit_damping = jnp.asarray(limit_damping)
+
+    def __check_init__(self):
+        if np.shape(self.pos) != (3,):
+            raise ValueError(f"BallJoint pos must have shape (3,); got {np.shape(self.pos)}.")
+        _check_scalars(self, "damping", "armature", "max_angle", "limit_stiffness", "limit_damping")
+
+    def neutral(self) -> Q:
+        """The identity quaternion."""
+        return jnp.asarray([1.0, 0.0, 0.0, 0.0], dtype=self.pos.dtype)
+
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """Rotation by q about `pos`."""
+        quat = quat_normalize(q)
+        return quat, self.pos - quat_rotate(quat, self.pos)
+
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """Rows (e_k, pos × e_k), k = x, y, z."""
+        eye = jnp.eye(3, dtype=q.dtype)
+        return jnp.concatenate([eye, cross(self.pos[None, :], eye)], axis=1)
+
+    def integrate(self, q: Q, dq: V) -> Q:
+        """q ⊗ exp(dq)."""
+        return quat_multiply(q, quat_exp(dq))
+
+    def position_derivative(self, q: Q, v: V) -> Q:
+        """½ q ⊗ (0, ω)."""
+        return _quat_derivative(q, v)
+
+    def tangent_correction(self, dq: V, v: V) -> V:
+        """dexp⁻¹ of SO(3) (truncated, see `so3_dexpinv`)."""
+        return so3_dexpinv(dq, v)
+
+    def difference(self, q1: Q, q0: Q) -> V:
+        """log(q0* ⊗ q1)."""
+        return quat_log(quat_multiply(quat_conjugate(q0), q1))
+
+    def normalize(self, q: Q) -> Q:
+        """q / |q|."""
+        return quat_normalize(q)
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """The soft cone limit torque (zero without `max_angle`)."""
+        if self.max_angle is None:
+            return jnp.zeros_like(v)
+        r = quat_log(quat_normalize(q))
+        r2 = jnp.sum(r * r)
+        nonzero = r2 > 0
+        theta = safe_norm(r, nonzero)
+        n = r / theta
+        over = jnp.maximum(theta - self.max_angle, 0.0)
+        violated = nonzero & (over > 0)
+        torque = -(self.limit_stiffness * over + self.limit_damping * jnp.dot(v, n)) * n
+        return jnp.where(violated, torque, 0.0)
+
+
+class FreeJoint(AbstractJoint):
+    """Six degrees of freedom: q = (position (3), unit quaternion (4)) of the body
+    frame in its parent (the world), v = (linear velocity of the body origin in the
+    world frame, angular velocity in the body frame) — MuJoCo's layout.
+
+    nq = 7, nv = 6. The body's `pos` and `quat` give the default initial state. A free
+    joint's parent must be the world. No limits.
+
+    **Arguments:** `damping` and `armature` (≥ 0), the same on all six dofs.
+
+    **Example:** `sciad.rigid.Body("ball", joint=sciad.rigid.FreeJoint(), shape=sciad.rigid.Sphere(0.1), density=1000.0)`
+    """
+
+    damping: FloatScalar
+    armature: FloatScalar
+    nq: ClassVar[int] = 7
+    nv: ClassVar[int] = 6
+    absolute: ClassVar[bool] = True
+
+    def __init__(self, damping: ScalarLike = 0.0, armature: ScalarLike = 0.0):
+        self.damping = jnp.asarray(damping)
+        self.armature = jnp.asarray(armature)
+
+    def __check_init__(self):
+        _check_scalars(self, "damping", "armature")
+
+    def neutral(self) -> Q:
+        """Origin and the identity quaternion."""
+        return jnp.asarray([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], dtype=self.damping.dtype)
+
+    def transform(self, q: Q) -> tuple[Float[Array, "4"], Float[Array, "3"]]:
+        """The pose (quat, pos) stored in q."""
+        return quat_normalize(q[3:]), q[:3]
+
+    def motion_subspace(self, q: Q) -> Float[Array, "nv 6"]:
+        """World translations (0, Rᵀ e_k), then body rotations (e_k, 0), in the body frame."""
+        eye = jnp.eye(3, dtype=q.dtype)
+        rt = quat_to_matrix(quat_normalize(q[3:]))  # row k is (Rᵀ e_k)ᵀ
+        zero = jnp.zeros((3, 3), dtype=q.dtype)
+        return jnp.concatenate(
+            [jnp.concatenate([zero, rt], axis=1), jnp.concatenate([eye, zero], axis=1)]
+        )
+
+    def integrate(self, q: Q, dq: V) -> Q:
+        """(pos + dq[:3], quat ⊗ exp(dq[3:]))."""
+        return jnp.concatenate([q[:3] + dq[:3], quat_multiply(q[3:], quat_exp(dq[3:]))])
+
+    def position_derivative(self, q: Q, v: V) -> Q:
+        """(v_lin, ½ quat ⊗ (0, ω))."""
+        return jnp.concatenate([v[:3], _quat_derivative(q[3:], v[3:])])
+
+    def tangent_correction(self, dq: V, v: V) -> V:
+        """Identity on the translation, dexp⁻¹ of SO(3) on the rotation."""
+        return jnp.concatenate([v[:3], so3_dexpinv(dq[3:], v[3:])])
+
+    def difference(self, q1: Q, q0: Q) -> V:
+        """(Δpos, log(quat0* ⊗ quat1))."""
+        return jnp.concatenate(
+            [q1[:3] - q0[:3], quat_log(quat_multiply(quat_conjugate(q0[3:]), q1[3:]))]
+        )
+
+    def normalize(self, q: Q) -> Q:
+        """Normalise the quaternion part."""
+        return jnp.concatenate([q[:3], quat_normalize(q[3:])])
+
+    def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
+        """(S_t v_t) ×ₘ (S_r v_r): the rotation axes move with the translating body."""
+        return cross_motion(v[:3] @ s[:3], v[3:] @ s[3:])

@@ -1,0 +1,419 @@
+"""`MultiBody`: a kinematic tree of rigid bodies in generalised coordinates."""
+
+from collections.abc import Callable, Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from .._core._geometry import cross
+from .._core._model import AbstractModel, expect_shape
+from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._validate import is_concrete
+from . import _dynamics as _dyn
+from ._actuators import AbstractControl, ConstantControl, JointActuator
+from ._body import Body
+from ._dynamics import Frames, Terms
+from ._joints import AbstractJoint, FreeJoint
+from ._spatial import (
+    matvec,
+)
+from ._topology import Topology, topology
+from ._types import Vec3Like
+
+Q = Float[Array, " nq"]
+V = Float[Array, " nv"]
+
+
+class MultiBody(AbstractModel):
+    """A tree of rigid bodies connected by joints: a model for `sciad.simulate`.
+
+    The state is y = (q, v) in generalised coordinates: q stacks the joints' positions
+    (shape `(nq,)`, quaternions for ball and free joints) and v their velocities
+    (shape `(nv,)`), bodies in the order given. The dynamics is
+    M(q) v̇ = τ(t, q, v) − b(q, v) with the mass matrix M from the composite-rigid-body
+    algorithm (CRBA) and the bias b (Coriolis, centrifugal, gyroscopic and gravity
+    forces) from the recursive Newton–Euler algorithm (RNEA), solved by Cholesky.
+    Spatial quantities are all expressed in the world frame, so tree sums are static
+    ancestor masks and forward kinematics composes poses by pointer jumping
+    (⌈log₂ depth⌉ vectorised rounds); joints are grouped by type and `vmap`ped. No
+    Python loop runs over bodies in the traced code. See docs/design.md for why.
+    Reference: Featherstone, *Rigid Body Dynamics Algorithms* (2008), ch. 5–6.
+
+    Parameters (differentiable arrays): `mass` `(n,)`, `inertia` `(n, 3)` principal
+    moments, `com` `(n, 3)`, `inertia_quat` `(n, 4)`, the placements `pos` `(n, 3)`
+    and `quat` `(n, 4)` (link lengths), `gravity` `(3,)`, the joints' damping,
+    armature, axes and limits, the actuators' gains, and the `control` and `wrench`
+    modules' fields. The topology (`names`, `parents`) is static.
+
+    **Arguments:**
+
+    - `bodies`: a sequence of [`Body`][sciad.rigid.Body], parents before children.
+    - `gravity`: shape `(3,)` (length/time²); default (0, 0, −9.81).
+    - `actuators`: a sequence of [`JointActuator`][sciad.rigid.JointActuator].
+    - `control`: an [`AbstractControl`][sciad.rigid.AbstractControl] giving the
+      actuators' inputs u(t, q, v), shape `(n_actuators,)`; zero if `None`.
+    - `wrench`: applied wrenches, shape `(n, 6)`: (force, torque) per body in the
+      world frame, acting at the centre of mass (MuJoCo's `xfrc_applied`); an array
+      or an `AbstractControl`.
+
+    **Integrators:** [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler],
+    [`RKMK4`][sciad.rigid.RKMK4] (4th order on the manifold) and, for free bodies,
+    [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting]. `sciad.RK4()` also runs it
+    (quaternions treated as vectors; their norm drifts slowly).
+
+    **Example:**
+
+    ```python
+    rigid = sciad.rigid
+    pendulum = rigid.MultiBody([
+        rigid.Body("bob", joint=rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0])),
+                   com=jnp.array([0.0, 0.0, -1.0]), mass=1.0, inertia=jnp.full(3, 1e-3)),
+    ])
+    q0, v0 = pendulum.default_state()
+    traj = sciad.simulate(pendulum, (q0 + 0.1, v0), dt=1e-3, n_steps=1000,
+                          integrator=rigid.RKMK4())
+    ```
+    """
+
+    names: tuple[str, ...] = eqx.field(static=True)
+    parents: tuple[int, ...] = eqx.field(static=True)
+    joints: tuple[AbstractJoint, ...]
+    pos: Float[Array, "n 3"]
+    quat: Float[Array, "n 4"]
+    mass: Float[Array, " n"]
+    inertia: Float[Array, "n 3"]
+    com: Float[Array, "n 3"]
+    inertia_quat: Float[Array, "n 4"]
+    gravity: Float[Array, "3"]
+    actuators: tuple[JointActuator, ...]
+    control: AbstractControl | None
+    wrench: AbstractControl | None
+
+    def __init__(
+        self,
+        bodies: Sequence[Body],
+        *,
+        gravity: Vec3Like = (0.0, 0.0, -9.81),
+        actuators: Sequence[JointActuator] = (),
+        control: AbstractControl | None = None,
+        wrench: Float[ArrayLike, "n 6"] | AbstractControl | None = None,
+    ):
+        bodies = tuple(bodies)
+        if not bodies:
+            raise ValueError("MultiBody needs at least one body.")
+        index: dict[str, int] = {}
+        parents = []
+        for i, b in enumerate(bodies):
+            if not isinstance(b, Body):
+                raise TypeError(f"MultiBody bodies must be sciad.rigid.Body; item {i} is {b!r}.")
+            if b.name in index:
+                raise ValueError(f"MultiBody: duplicate body name {b.name!r}.")
+            if b.parent is None:
+                parents.append(-1)
+            elif b.parent in index:
+                parents.append(index[b.parent])
+            else:
+                raise ValueError(
+                    f"Body {b.name!r}: parent {b.parent!r} is not a body listed before it "
+                    "(list parents before their children)."
+                )
+            if isinstance(b.joint, FreeJoint) and b.parent is not None:
+                raise ValueError(
+                    f"Body {b.name!r}: a FreeJoint's parent must be the world (parent=None), "
+                    f"not {b.parent!r}."
+                )
+            index[b.name] = i
+        if sum(type(b.joint).nv for b in bodies) == 0:
+            raise ValueError("MultiBody has no degrees of freedom (every joint is fixed).")
+        self.names = tuple(b.name for b in bodies)
+        self.parents = tuple(parents)
+        self.joints = tuple(b.joint for b in bodies)
+        self.pos = jnp.stack([b.pos for b in bodies])
+        self.quat = jnp.stack([b.quat for b in bodies])
+        self.mass = jnp.stack([b.mass for b in bodies])
+        self.inertia = jnp.stack([b.inertia for b in bodies])
+        self.com = jnp.stack([b.com for b in bodies])
+        self.inertia_quat = jnp.stack([b.inertia_quat for b in bodies])
+        self.gravity = jnp.asarray(gravity)
+        if self.gravity.shape != (3,):
+            raise ValueError(f"MultiBody gravity must have shape (3,); got {self.gravity.shape}.")
+        actuators = tuple(actuators)
+        for a in actuators:
+            if not isinstance(a, JointActuator):
+                raise TypeError(
+                    f"MultiBody actuators must be sciad.rigid.JointActuator; got {a!r}."
+                )
+            if a.joint not in index:
+                raise ValueError(f"JointActuator: no body named {a.joint!r}.")
+            joint = bodies[index[a.joint]].joint
+            if a.dof >= type(joint).nv:
+                raise ValueError(
+                    f"JointActuator on {a.joint!r}: dof {a.dof} out of range for "
+                    f"{type(joint).__name__} with {type(joint).nv} dofs."
+                )
+            if (
+                type(joint).nq != type(joint).nv
+                and is_concrete(a.bias_position)
+                and float(a.bias_position) != 0
+            ):
+                raise ValueError(
+                    f"JointActuator on {a.joint!r}: bias_position (a position servo) needs "
+                    f"a hinge or slider joint, not {type(joint).__name__}."
+                )
+        self.actuators = actuators
+        if control is not None and not isinstance(control, AbstractControl):
+            raise TypeError(f"control must be a sciad.rigid.AbstractControl; got {control!r}.")
+        self.control = control
+        if wrench is not None and not isinstance(wrench, AbstractControl):
+            wrench = ConstantControl(wrench)
+        self.wrench = wrench
+        self._check_inputs()
+
+    def _check_inputs(self) -> None:
+        q0, v0 = self.default_state()
+        n_u = len(self.actuators)
+        for name, fn, shape in (
+            ("control", self.control, (n_u,)),
+            ("wrench", self.wrench, (len(self.names), 6)),
+        ):
+            if fn is None:
+                continue
+            try:
+                out = jax.eval_shape(fn, 0.0, q0, v0)
+            except Exception as e:
+                raise ValueError(f"MultiBody {name} fails on the default state: {e}") from e
+            if getattr(out, "shape", None) != shape:
+                what = f"{n_u} actuators" if name == "control" else "(force, torque) per body"
+                raise ValueError(
+                    f"MultiBody {name} must return shape {shape} ({what}); "
+                    f"got {getattr(out, 'shape', out)}."
+                )
+
+    # ------------------------------------------------------------------ structure
+
+    @property
+    def topology(self) -> Topology:
+        """Static index tables (positions, dofs, ancestors) of the tree."""
+        return topology(
+            self.parents,
+            tuple(type(j).nq for j in self.joints),
+            tuple(type(j).nv for j in self.joints),
+        )
+
+    @property
+    def nq(self) -> int:
+        """The number of position coordinates."""
+        return self.topology.nq
+
+    @property
+    def nv(self) -> int:
+        """The number of velocity coordinates (degrees of freedom)."""
+        return self.topology.nv
+
+    def body_index(self, name: str) -> int:
+        """The index of the body called `name`."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ValueError(f"no body named {name!r}; bodies: {self.names}.") from None
+
+    def default_state(self) -> tuple[Q, V]:
+        """(q₀, 0): every joint at its neutral configuration; free bodies at their
+        `pos`/`quat`.
+
+        **Returns:** `(q, v)` with shapes `(nq,)` and `(nv,)`.
+        """
+        parts = []
+        for i, j in enumerate(self.joints):
+            if isinstance(j, FreeJoint):
+                parts.append(jnp.concatenate([self.pos[i], self.quat[i]]))
+            else:
+                parts.append(j.neutral().astype(self.pos.dtype))
+        q = jnp.concatenate(parts)
+        return q, jnp.zeros(self.nv, dtype=q.dtype)
+
+    # ------------------------------------------------------------------ kinematics
+
+    def _frames(self, q: Q, v: V | None = None) -> Frames:
+        return _dyn.frames(self, q, v)
+
+    def _map_joints(
+        self, fn: Callable, args: tuple, outs: tuple, default: Anything = None
+    ) -> tuple:
+        return _dyn.map_joints(self, fn, args, outs, default)
+
+    def forward_kinematics(self, q: Q) -> tuple[Float[Array, "n 3"], Float[Array, "n 4"]]:
+        """The body frames in the world at configuration q.
+
+        **Arguments:** `q`: shape `(nq,)`.
+
+        **Returns:** `(positions, quaternions)`: shapes `(n, 3)` and `(n, 4)` (w, x, y, z).
+
+        **Example:** `pos, quat = model.forward_kinematics(q)`
+        """
+        return _dyn.forward_kinematics(self, q)
+
+    def com_positions(self, q: Q) -> Float[Array, "n 3"]:
+        """The bodies' centres of mass in the world, shape `(n, 3)`."""
+        return self._frames(q).com
+
+    def body_velocities(self, q: Q, v: V) -> Float[Array, "n 6"]:
+        """World-frame velocities of the bodies: (ω, velocity of the body origin).
+
+        **Returns:** shape `(n, 6)`: angular velocity (rad/time) then the linear
+        velocity of the body frame's origin (length/time), both in the world frame.
+        """
+        f = self._frames(q)
+        vb, _ = _dyn.velocities(self, f, v)
+        w, vo = vb[:, :3], vb[:, 3:]
+        return jnp.concatenate([w, vo + cross(w, f.pos)], axis=-1)
+
+    # ------------------------------------------------------------------ dynamics
+
+    def _terms(
+        self, t: RealScalarLike, q: Q, v: V, f: Frames | None = None, inertial: bool = True
+    ) -> Terms:
+        return _dyn.terms(self, t, q, v, f, inertial)
+
+    def mass_matrix(self, q: Q) -> Float[Array, "nv nv"]:
+        """M(q), armature included (CRBA), shape `(nv, nv)`, symmetric positive definite.
+
+        **Example:** `M = model.mass_matrix(q)`
+        """
+        return self._terms(0.0, q, jnp.zeros(self.nv, q.dtype)).mass_matrix
+
+    def bias_force(self, q: Q, v: V) -> V:
+        """b(q, v): Coriolis, centrifugal and gyroscopic forces minus generalised
+        gravity (MuJoCo's `qfrc_bias`), shape `(nv,)` (RNEA)."""
+        terms = self._terms(0.0, q, v)
+        return terms.coriolis - terms.gravity
+
+    def applied_force(self, t: RealScalarLike, q: Q, v: V) -> V:
+        """τ(t, q, v): actuators, applied wrenches, soft limits and damping (−D v);
+        everything but gravity and inertia. Shape `(nv,)`."""
+        return self._terms(t, q, v).applied
+
+    def accelerations(
+        self, t: RealScalarLike, q: Q, v: V, implicit_damping_dt: RealScalarLike | None = None
+    ) -> V:
+        """v̇ = M⁻¹ (τ − b), by a Cholesky solve.
+
+        **Arguments:**
+
+        - `t`, `q`, `v`: time and state.
+        - `implicit_damping_dt`: if given (a step h), solve (M + h D) v̇ = τ − b instead:
+          the damping D is then integrated implicitly by a semi-implicit Euler step, as
+          MuJoCo's Euler integrator does.
+
+        **Returns:** shape `(nv,)`.
+
+        **Example:** `qacc = model.accelerations(0.0, q, v)`
+        """
+        terms = self._terms(t, q, v)
+        m = terms.mass_matrix
+        if implicit_damping_dt is not None:
+            m = m + jnp.diag(implicit_damping_dt * terms.damping)
+        rhs = terms.applied + terms.gravity - terms.coriolis
+        return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(m), rhs)
+
+    def inverse_dynamics(self, t: RealScalarLike, q: Q, v: V, qacc: V) -> V:
+        """The extra generalised force that produces accelerations `qacc`:
+        M qacc + b − τ (zero when `qacc = accelerations(t, q, v)`), shape `(nv,)`."""
+        terms = self._terms(t, q, v)
+        return terms.mass_matrix @ qacc + terms.coriolis - terms.gravity - terms.applied
+
+    def vector_field(self, t: RealScalarLike, y: State) -> State:
+        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative`."""
+        q, v = y
+        return self.position_derivative(q, v), self.accelerations(t, q, v)
+
+    # ------------------------------------------------------------------ manifold
+
+    def integrate_positions(self, q: Q, dq: V) -> Q:
+        """q ⊕ dq for every joint (quaternions: q ⊗ exp(dq)), then normalised."""
+        (out,) = self._map_joints(
+            lambda j, qj, dj: (j.normalize(j.integrate(qj, dj)),),
+            ((q, "q"), (dq, "v")),
+            ("q",),
+            (("integrate", "normalize"), lambda a, b: (a + b,)),
+        )
+        return out
+
+    def position_derivative(self, q: Q, v: V) -> Q:
+        """q̇ for velocity v, shape `(nq,)`."""
+        (out,) = self._map_joints(
+            lambda j, qj, vj: (j.position_derivative(qj, vj),),
+            ((q, "q"), (v, "v")),
+            ("q",),
+            (("position_derivative",), lambda a, b: (b,)),
+        )
+        return out
+
+    def tangent_correction(self, dq: V, v: V) -> V:
+        """d(dq)/dt for q(t) = q₀ ⊕ dq(t) moving with velocity v (dexp⁻¹ per joint)."""
+        (out,) = self._map_joints(
+            lambda j, dj, vj: (j.tangent_correction(dj, vj),),
+            ((dq, "v"), (v, "v")),
+            ("v",),
+            (("tangent_correction",), lambda a, b: (b,)),
+        )
+        return out
+
+    def position_difference(self, q1: Q, q0: Q) -> V:
+        """The tangent vector dq with q0 ⊕ dq = q1, shape `(nv,)`."""
+        (out,) = self._map_joints(
+            lambda j, a, b: (j.difference(a, b),),
+            ((q1, "q"), (q0, "q")),
+            ("v",),
+            (("difference",), lambda a, b: (a - b,)),
+        )
+        return out
+
+    def normalize(self, q: Q) -> Q:
+        """q with every quaternion normalised."""
+        (out,) = self._map_joints(
+            lambda j, qj: (j.normalize(qj),), ((q, "q"),), ("q",), (("normalize",), lambda a: (a,))
+        )
+        return out
+
+    # ------------------------------------------------------------------ observables
+
+    def kinetic_energy(self, q: Q, v: V) -> FloatScalar:
+        """½ Σ_b v_bᵀ I_b v_b + ½ Σ_k a_k v_k² = ½ vᵀ M v: the bodies' kinetic energy
+        plus the armatures' (rotor inertias; as MuJoCo's energy) (energy units)."""
+        f = self._frames(q, v)
+        vb, _ = _dyn.velocities(self, f, v)
+        bodies = 0.5 * jnp.sum(vb * matvec(f.inertia, vb))
+        return bodies + 0.5 * jnp.sum(f.armature * v**2)
+
+    def potential_energy(self, q: Q) -> FloatScalar:
+        """Gravitational potential energy −Σ_b m_b g · c_b."""
+        com = self.com_positions(q)
+        return -jnp.sum(self.mass * (com @ self.gravity))
+
+    def energy(self, y: State) -> FloatScalar:
+        """Kinetic plus gravitational potential energy of y = (q, v).
+
+        **Example:** `sciad.SaveAt(steps=10, fn=lambda t, y, m: m.energy(y))`
+        """
+        q, v = y
+        return self.kinetic_energy(q, v) + self.potential_energy(q)
+
+    def momentum(self, q: Q, v: V) -> Float[Array, "6"]:
+        """Total spatial momentum in the world frame: (angular momentum about the world
+        origin, linear momentum), shape `(6,)`."""
+        f = self._frames(q)
+        vb, _ = _dyn.velocities(self, f, v)
+        return jnp.sum(matvec(f.inertia, vb), axis=0)
+
+    def check_state(self, y: State) -> None:
+        """y = (q, v) with shapes `(nq,)` and `(nv,)`."""
+        if not (isinstance(y, tuple) and len(y) == 2):
+            raise ValueError(
+                f"y0 for a MultiBody must be a tuple (q, v) of shapes ({self.nq},), "
+                f"({self.nv},); got {type(y).__name__}."
+            )
+        expect_shape("y0[0] (q)", y[0], (self.nq,), "joint positions")
+        expect_shape("y0[1] (v)", y[1], (self.nv,), "joint velocities")

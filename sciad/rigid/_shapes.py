@@ -1,0 +1,170 @@
+"""Primitive shapes and their mass properties (uniform density)."""
+
+import abc
+import math
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+import numpy as np
+
+from .._core._types import Anything, FloatScalar, RealScalarLike
+from .._core._validate import is_concrete
+
+
+def _positive(name: str, x: Anything, shape: tuple[int, ...] = ()) -> None:
+    if np.shape(x) != shape:
+        raise ValueError(f"{name} must have shape {shape}; got shape {np.shape(x)}.")
+    if is_concrete(x) and not np.all(np.asarray(x) > 0):
+        raise ValueError(f"{name} must be positive; got {np.asarray(x)}.")
+
+
+class AbstractShape(eqx.Module):
+    """A solid shape in its own frame, centred at the origin, symmetric about the axes.
+
+    Concrete shapes give their volume and the principal second moments per unit mass
+    about their centre; [`mass_properties`][sciad.rigid.AbstractShape.mass_properties]
+    turns these into a mass and a principal inertia. The frame's axes are principal
+    axes, so a shape placed with a pose in a body sets that body's `com` and
+    `inertia_quat` (see [`Body`][sciad.rigid.Body]). Later slices use the same shapes
+    for contacts.
+
+    **Example:**
+
+    ```python
+    mass, inertia = sciad.rigid.Box(jnp.array([0.1, 0.2, 0.3])).mass_properties(1000.0)
+    ```
+    """
+
+    @abc.abstractmethod
+    def volume(self) -> FloatScalar:
+        """The volume (length³)."""
+
+    @abc.abstractmethod
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """Principal moments of inertia per unit mass about the centre, along the
+        shape's x, y, z axes (length²)."""
+
+    def mass_properties(self, density: RealScalarLike) -> tuple[FloatScalar, Float[Array, "3"]]:
+        """Mass and principal inertia for a uniform `density`.
+
+        **Arguments:**
+
+        - `density`: mass per volume (e.g. kg/m³).
+
+        **Returns:** `(mass, inertia)`: a scalar and shape `(3,)` (mass·length²), the
+        moments about the centre along the shape's axes.
+        """
+        mass = jnp.asarray(density * self.volume())
+        return mass, mass * self.unit_inertia()
+
+
+class Sphere(AbstractShape):
+    """A solid sphere of radius r: V = 4πr³/3, I = (2/5) m r² about every axis.
+
+    **Arguments:** `radius` r (length), a positive scalar.
+
+    **Example:** `sciad.rigid.Sphere(0.1).mass_properties(1000.0)`
+    """
+
+    radius: FloatScalar = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        _positive("Sphere radius", self.radius)
+
+    def volume(self) -> FloatScalar:
+        """4πr³/3."""
+        return (4 * math.pi / 3) * self.radius**3
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """(2/5) r² on every axis."""
+        return jnp.stack([0.4 * self.radius**2] * 3)
+
+
+class Box(AbstractShape):
+    """A solid box with half-extents (a, b, c) (MuJoCo's box `size`).
+
+    V = 8abc; I_x = m (b² + c²)/3 and cyclically (full edges 2a, 2b, 2c).
+
+    **Arguments:** `half_extents`: shape `(3,)`, positive (length).
+
+    **Example:** `sciad.rigid.Box(jnp.array([0.1, 0.2, 0.3])).mass_properties(1000.0)`
+    """
+
+    half_extents: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        _positive("Box half_extents", self.half_extents, (3,))
+
+    def volume(self) -> FloatScalar:
+        """8abc."""
+        return 8 * jnp.prod(self.half_extents)
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """((b² + c²)/3, (a² + c²)/3, (a² + b²)/3)."""
+        a2, b2, c2 = self.half_extents**2
+        return jnp.stack([b2 + c2, a2 + c2, a2 + b2]) / 3
+
+
+class Cylinder(AbstractShape):
+    """A solid cylinder along z with radius r and half-length h (MuJoCo's `size`).
+
+    V = 2πr²h; I_z = m r²/2, I_x = I_y = m (r²/4 + h²/3).
+
+    **Arguments:** `radius` r and `half_length` h (length), positive scalars.
+
+    **Example:** `sciad.rigid.Cylinder(0.05, 0.2).mass_properties(1000.0)`
+    """
+
+    radius: FloatScalar = eqx.field(converter=jnp.asarray)
+    half_length: FloatScalar = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        _positive("Cylinder radius", self.radius)
+        _positive("Cylinder half_length", self.half_length)
+
+    def volume(self) -> FloatScalar:
+        """2πr²h."""
+        return 2 * math.pi * self.radius**2 * self.half_length
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """(r²/4 + h²/3, r²/4 + h²/3, r²/2)."""
+        r2, h2 = self.radius**2, self.half_length**2
+        side = r2 / 4 + h2 / 3
+        return jnp.stack([side, side, r2 / 2])
+
+
+class Capsule(AbstractShape):
+    """A capsule along z: a cylinder of radius r and half-length h capped by two
+    hemispheres (MuJoCo's `size` (r, h)).
+
+    With m_c = 2πr²hρ and m_s = (4/3)πr³ρ: I_z = m_c r²/2 + (2/5) m_s r² and
+    I_x = I_y = m_c (r²/4 + h²/3) + m_s ((2/5) r² + h² + (3/4) h r) (each hemisphere's
+    centre of mass lies 3r/8 from its flat face; parallel-axis theorem).
+
+    **Arguments:** `radius` r and `half_length` h (length), positive scalars.
+
+    **Example:** `sciad.rigid.Capsule(0.05, 0.2).mass_properties(1000.0)`
+    """
+
+    radius: FloatScalar = eqx.field(converter=jnp.asarray)
+    half_length: FloatScalar = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        _positive("Capsule radius", self.radius)
+        _positive("Capsule half_length", self.half_length)
+
+    def volume(self) -> FloatScalar:
+        """2πr²h + (4/3)πr³."""
+        r, h = self.radius, self.half_length
+        return 2 * math.pi * r**2 * h + (4 * math.pi / 3) * r**3
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """The capsule's principal moments per unit mass (see the class docstring)."""
+        r, h = self.radius, self.half_length
+        vc = 2 * math.pi * r**2 * h
+        vs = (4 * math.pi / 3) * r**3
+        fc, fs = vc / (vc + vs), vs / (vc + vs)
+        side = fc * (r**2 / 4 + h**2 / 3) + fs * (0.4 * r**2 + h**2 + 0.75 * h * r)
+        axial = fc * r**2 / 2 + fs * 0.4 * r**2
+        return jnp.stack([side, side, axial])

@@ -1,0 +1,190 @@
+"""Test scenes built directly in sciad, their MJCF twins, and a MuJoCo → sciad
+converter used only to cross-check against MuJoCo C (MJCF import is a later slice)."""
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+
+import sciad.rigid as rigid
+
+Y = jnp.array([0.0, 1.0, 0.0])
+# sciad has no contacts yet: MuJoCo must not collide the geoms either.
+NO_CONTACT = '<flag contact="disable"/>'
+
+
+def chain(n=5, length=0.5, radius=0.05, damping=0.0, **kw):
+    """An n-link pendulum of capsules hanging along −z from hinges about y."""
+    bodies = []
+    for i in range(n):
+        bodies.append(
+            rigid.Body(
+                f"link{i}",
+                parent=None if i == 0 else f"link{i - 1}",
+                joint=rigid.HingeJoint(axis=Y, damping=damping),
+                pos=jnp.array([0.0, 0.0, 0.0 if i == 0 else -length]),
+                shape=rigid.Capsule(radius, length / 2),
+                density=1000.0,
+                com=jnp.array([0.0, 0.0, -length / 2]),
+            )
+        )
+    return rigid.MultiBody(bodies, **kw)
+
+
+def chain_mjcf(n=5, length=0.5, radius=0.05, damping=0.0, timestep=1e-3, integrator="Euler"):
+    """The MJCF twin of `chain`."""
+    body = ""
+    for i in reversed(range(n)):
+        z = 0.0 if i == 0 else -length
+        body = (
+            f'<body name="link{i}" pos="0 0 {z}">'
+            f'<joint type="hinge" axis="0 1 0" damping="{damping}"/>'
+            f'<geom type="capsule" fromto="0 0 0 0 0 {-length}" size="{radius}" density="1000"/>'
+            f"{body}</body>"
+        )
+    return (
+        f'<mujoco><option timestep="{timestep}" integrator="{integrator}">{NO_CONTACT}</option>'
+        f"<worldbody>{body}</worldbody></mujoco>"
+    )
+
+
+LEGS = {"fl": (0.3, 0.15), "fr": (0.3, -0.15), "bl": (-0.3, 0.15), "br": (-0.3, -0.15)}
+
+
+def quadruped(**kw):
+    """A free-floating box torso with four 2-hinge legs (9 bodies, nq = 15, nv = 14) and
+    a motor on every hinge."""
+    bodies = [
+        rigid.Body(
+            "torso",
+            joint=rigid.FreeJoint(),
+            pos=jnp.array([0.0, 0.0, 1.0]),
+            shape=rigid.Box(jnp.array([0.3, 0.15, 0.05])),
+            density=1000.0,
+        )
+    ]
+    for leg, (x, y) in LEGS.items():
+        bodies.append(
+            rigid.Body(
+                f"{leg}_thigh",
+                parent="torso",
+                joint=rigid.HingeJoint(axis=Y, damping=0.05),
+                pos=jnp.array([x, y, 0.0]),
+                shape=rigid.Capsule(0.03, 0.1),
+                density=1000.0,
+                com=jnp.array([0.0, 0.0, -0.1]),
+            )
+        )
+        bodies.append(
+            rigid.Body(
+                f"{leg}_shin",
+                parent=f"{leg}_thigh",
+                joint=rigid.HingeJoint(axis=Y, damping=0.05),
+                pos=jnp.array([0.0, 0.0, -0.2]),
+                shape=rigid.Capsule(0.025, 0.1),
+                density=1000.0,
+                com=jnp.array([0.0, 0.0, -0.1]),
+            )
+        )
+    actuators = [
+        rigid.JointActuator.motor(f"{leg}_{part}", gear=2.0)
+        for leg in LEGS
+        for part in ("thigh", "shin")
+    ]
+    return rigid.MultiBody(bodies, actuators=actuators, **kw)
+
+
+def quadruped_mjcf(timestep=1e-3, integrator="Euler"):
+    """The MJCF twin of `quadruped`."""
+    legs = ""
+    for leg, (x, y) in LEGS.items():
+        legs += (
+            f'<body name="{leg}_thigh" pos="{x} {y} 0">'
+            '<joint name="{0}_hip" type="hinge" axis="0 1 0" damping="0.05"/>'.format(leg)
+            + '<geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.03" density="1000"/>'
+            f'<body name="{leg}_shin" pos="0 0 -0.2">'
+            f'<joint name="{leg}_knee" type="hinge" axis="0 1 0" damping="0.05"/>'
+            '<geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.025" density="1000"/>'
+            "</body></body>"
+        )
+    motors = "".join(
+        f'<motor joint="{leg}_{j}" gear="2"/>' for leg in LEGS for j in ("hip", "knee")
+    )
+    return (
+        f'<mujoco><option timestep="{timestep}" integrator="{integrator}">{NO_CONTACT}</option>'
+        "<worldbody>"
+        '<body name="torso" pos="0 0 1"><freejoint/>'
+        '<geom type="box" size="0.3 0.15 0.05" density="1000"/>'
+        f"{legs}</body></worldbody><actuator>{motors}</actuator></mujoco>"
+    )
+
+
+MIXED_MJCF = """<mujoco><option><flag contact="disable"/></option><worldbody>
+<body name="torso" pos="0 0 1"><freejoint/><geom type="box" size="0.3 0.15 0.05" density="1000"/>
+ <body name="l1" pos="0.3 0.15 0"><joint type="hinge" axis="0 1 1" pos="0.01 0 0" damping="0.1"
+   armature="0.02"/><geom type="capsule" fromto="0 0 0 0.05 0 -0.2" size="0.03"/>
+  <body name="l2" pos="0 0 -0.2" quat="0.9 0.1 -0.2 0.3"><joint type="ball" pos="0 0.02 0"
+    damping="0.05" armature="0.01"/><geom type="sphere" size="0.05" pos="0.05 0 -0.1"/>
+   <body name="tip" pos="0.1 0 -0.1"><geom type="cylinder" size="0.02 0.05" pos="0 0.01 0"/></body>
+  </body>
+ </body>
+ <body name="l3" pos="-0.3 0 0" quat="0.9 0.1 0.3 0.2"><joint type="slide" axis="1 1 0"
+   damping="0.2"/><geom type="box" size="0.05 0.06 0.07" pos="0.01 0.02 0.03" quat="0.8 0.2 0.1 0.3"/>
+ </body>
+</body>
+<body name="ball" pos="1 0 0"><joint type="ball"/><geom type="ellipsoid" size="0.1 0.2 0.3"
+  pos="0 0 -0.3"/></body>
+</worldbody></mujoco>"""
+
+
+def from_mujoco(m):
+    """sciad bodies with the parameters of a compiled MuJoCo model (joints: one per
+    body at most; inertias as MuJoCo computed them)."""
+    import mujoco
+
+    bodies = []
+    for b in range(1, m.nbody):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+        p = m.body_parentid[b]
+        parent = (
+            None if p == 0 else (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, p) or f"body{p}")
+        )
+        if m.body_jntnum[b] == 0:
+            joint = rigid.FixedJoint()
+        else:
+            assert m.body_jntnum[b] == 1
+            j = m.body_jntadr[b]
+            kw = dict(
+                damping=m.dof_damping[m.jnt_dofadr[j]], armature=m.dof_armature[m.jnt_dofadr[j]]
+            )
+            kind = m.jnt_type[j]
+            if kind == mujoco.mjtJoint.mjJNT_FREE:
+                joint = rigid.FreeJoint(**kw)
+            elif kind == mujoco.mjtJoint.mjJNT_BALL:
+                joint = rigid.BallJoint(pos=m.jnt_pos[j], **kw)
+            elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
+                joint = rigid.SliderJoint(axis=m.jnt_axis[j], **kw)
+            else:
+                joint = rigid.HingeJoint(axis=m.jnt_axis[j], pos=m.jnt_pos[j], **kw)
+        bodies.append(
+            rigid.Body(
+                name,
+                parent=parent,
+                joint=joint,
+                pos=m.body_pos[b],
+                quat=m.body_quat[b],
+                mass=m.body_mass[b],
+                inertia=m.body_inertia[b],
+                com=m.body_ipos[b],
+                inertia_quat=m.body_iquat[b],
+            )
+        )
+    return bodies
+
+
+def random_state(model, seed, scale=1.0):
+    """A random (q, v): joint positions perturbed on their manifolds, velocities normal."""
+    rng = np.random.default_rng(seed)
+    q0, _ = model.default_state()
+    dq = jnp.asarray(rng.normal(size=model.nv) * scale)
+    q = eqx.filter_jit(lambda m, q, d: m.integrate_positions(q, d))(model, q0, dq)
+    return q, jnp.asarray(rng.normal(size=model.nv) * scale)
