@@ -1,9 +1,8 @@
 """sciad: differentiable scientific computing on JAX.
 
 One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
-gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`
-and most of `sciad.md` (more to come: `sciad.rigid`, whose first slice is here:
-bodies, joints and articulated dynamics; contacts and MJCF import next).
+gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`,
+`sciad.md` (molecular dynamics) and `sciad.rigid` (rigid bodies with contacts).
 """
 
 from . import md as md, ode as ode, rigid as rigid

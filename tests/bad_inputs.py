@@ -955,6 +955,73 @@ RIGID_CASES = [
     ),
 ]
 
+_MJCF_HINGE = (
+    '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="0.1"/></body>'
+    "</worldbody>{}</mujoco>"
+)
+
+MJCF_CASES = [
+    (
+        "mjcf source type",
+        lambda: rigid.load_mjcf(3),  # pyright: ignore[reportArgumentType]
+        TypeError,
+        "a path or an XML string",
+    ),
+    (
+        "mjcf missing file",
+        lambda: rigid.load_mjcf("no/such/ant.xml"),
+        FileNotFoundError,
+        "no such file 'no/such/ant.xml'",
+    ),
+    (
+        "mjcf not a model",
+        lambda: rigid.from_mujoco("<mujoco/>"),
+        TypeError,
+        "needs a compiled mujoco.MjModel; got str",
+    ),
+    (
+        "mjcf compile error",
+        lambda: rigid.load_mjcf(
+            "<mujoco><worldbody><body><joint type='nope'/></body></worldbody></mujoco>"
+        ),
+        ValueError,
+        "nope",
+    ),
+    (
+        "mjcf two joints",
+        lambda: rigid.load_mjcf(
+            '<mujoco><worldbody><body name="leg"><joint name="x"/><joint name="y" axis="0 1 0"/>'
+            '<geom size="0.1"/></body></worldbody></mujoco>'
+        ),
+        ValueError,
+        r"MJCF body 'leg' has 2 joints \('x', 'y'\); sciad.rigid supports one joint per body",
+    ),
+    (
+        "mjcf tendon",
+        lambda: rigid.load_mjcf(
+            _MJCF_HINGE.format(
+                '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
+            )
+        ),
+        ValueError,
+        "MJCF tendon 't': tendons are not supported",
+    ),
+    (
+        "mjcf actuator forcerange",
+        lambda: rigid.load_mjcf(
+            _MJCF_HINGE.format('<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>')
+        ),
+        ValueError,
+        "MJCF actuator 'm': forcerange",
+    ),
+    (
+        "mjcf qpos shape",
+        lambda: rigid.load_mjcf(_MJCF_HINGE.format("")).qpos_to_q(jnp.zeros(3)),
+        ValueError,
+        r"qpos must have shape \(\.\.\., 1\); got \(3,\)",
+    ),
+]
+
 ALL = (
     SIMULATE_CASES
     + SOLVE_CASES
@@ -965,6 +1032,7 @@ ALL = (
     + ENSEMBLE_CASES
     + LEAD_CASES
     + RIGID_CASES
+    + MJCF_CASES
 )
 
 

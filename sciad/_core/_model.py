@@ -49,6 +49,16 @@ class AbstractModel(eqx.Module):
         **Returns:** a PyTree with the structure, shapes and dtypes of `y`.
         """
 
+    def default_integrator(self) -> Anything:
+        """The integrator `sciad.simulate` uses when none is given, or `None` for the
+        core default (`VelocityVerlet()` for separable models, else `RK4()`). Models
+        whose state lives on a manifold, or whose dynamics needs time stepping
+        (contacts), return their own.
+
+        **Returns:** a `sciad.AbstractIntegrator` instance, or `None`.
+        """
+        return None
+
     def check_state(self, y: State) -> None:
         """Raise a precise `ValueError` if `y` is not a valid state for this model.
 

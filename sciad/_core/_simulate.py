@@ -27,6 +27,8 @@ _GRID_TOL = 1e-6  # in units of dt: how close a time must be to the step grid
 
 def _check_integrator(integrator: Anything, model: AbstractModel) -> AbstractIntegrator:
     if integrator is None:
+        integrator = model.default_integrator()
+    if integrator is None:
         return VelocityVerlet() if isinstance(model, AbstractSeparableModel) else RK4()
     if isinstance(integrator, type) and issubclass(integrator, AbstractIntegrator):
         raise TypeError(
@@ -146,8 +148,9 @@ def simulate(
     - `t0`: the initial time.
     - `t1`: the final time; `(t1 - t0) / dt` must be a whole number. Or give:
     - `n_steps`: the number of steps (a Python int).
-    - `integrator`: a `sciad.AbstractIntegrator`. Default: `VelocityVerlet()` for
-      separable models, `RK4()` otherwise.
+    - `integrator`: a `sciad.AbstractIntegrator`. Default: the model's
+      `default_integrator()` if it names one, else `VelocityVerlet()` for separable
+      models and `RK4()` otherwise.
     - `saveat`: a `sciad.SaveAt`; default saves the final state.
     - `adjoint`: `sciad.CheckpointAdjoint()` (default, O(√n) reverse-mode memory)
       or `sciad.DirectAdjoint()` (store everything; fastest).

@@ -1,8 +1,7 @@
-"""The molecular-dynamics pillar (first slice): spaces, pair potentials, MD systems,
-lattices and Maxwell–Boltzmann velocities, extended-XYZ I/O, neighbour lists.
-
-Roadmap (issue 3): neighbour-list-driven runs, thermostats and barostats, bonded
-terms, Ewald, observables, and the JAX-MD benchmarks.
+"""The molecular-dynamics pillar: spaces, pair, bonded and Ewald potentials, MD
+systems, certified neighbour lists, NVE/NVT/NPT/Brownian integrators, minimisation,
+observables and transport coefficients, reweighting, lattices and Maxwell–Boltzmann
+velocities, extended-XYZ I/O.
 """
 
 from ._barostat import CellRescaling as CellRescaling

@@ -1,13 +1,14 @@
-"""The rigid-body pillar (first slice): bodies, shapes, joints, articulated dynamics in
-generalised coordinates, and integrators on the configuration manifold.
+"""The rigid-body pillar: bodies, shapes, joints, articulated dynamics in generalised
+coordinates, contacts, integrators on the configuration manifold, and MJCF import.
 
 A [`MultiBody`][sciad.rigid.MultiBody] is a tree of [`Body`][sciad.rigid.Body]s joined
 by joints (free, ball, hinge, slider, fixed), with gravity, joint actuators driven by a
-differentiable control signal, and applied wrenches; `sciad.simulate` runs it with
-[`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler], [`RKMK4`][sciad.rigid.RKMK4] or,
-for free bodies, [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
-
-Roadmap: contacts and friction, MJCF import, notebooks and benchmarks.
+differentiable control signal, applied wrenches, and collision [`Geom`][sciad.rigid.Geom]s
+whose contacts (Coulomb friction, restitution) are solved to convergence and
+differentiated implicitly; `sciad.simulate` runs it with
+[`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (with contacts),
+[`RKMK4`][sciad.rigid.RKMK4] or, for free bodies,
+[`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
 """
 
 from ._actuators import (
@@ -17,6 +18,11 @@ from ._actuators import (
     JointActuator as JointActuator,
 )
 from ._body import Body as Body
+from ._contact import (
+    ContactModel as ContactModel,
+    Contacts as Contacts,
+    Geom as Geom,
+)
 from ._integrators import (
     FreeBodySplitting as FreeBodySplitting,
     RKMK4 as RKMK4,
@@ -30,11 +36,17 @@ from ._joints import (
     HingeJoint as HingeJoint,
     SliderJoint as SliderJoint,
 )
+from ._mjcf import (
+    from_mujoco as from_mujoco,
+    load_mjcf as load_mjcf,
+    MJCFModel as MJCFModel,
+)
 from ._multibody import MultiBody as MultiBody
 from ._shapes import (
     AbstractShape as AbstractShape,
     Box as Box,
     Capsule as Capsule,
     Cylinder as Cylinder,
+    Plane as Plane,
     Sphere as Sphere,
 )

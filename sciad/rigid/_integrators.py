@@ -9,7 +9,9 @@ import jax.numpy as jnp
 from .._core._geometry import cross, quat_conjugate, quat_exp, quat_multiply, quat_rotate
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
+from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
+from ._contact import contact_terms, solve_contacts
 from ._joints import FreeJoint
 from ._multibody import MultiBody
 
@@ -23,10 +25,26 @@ def _multibody(integrator: AbstractIntegrator, model: AbstractModel) -> MultiBod
     return model
 
 
+def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiBody:
+    mb = _multibody(integrator, model)
+    if mb.pairs:
+        raise ValueError(
+            f"{type(integrator).__name__} cannot run a MultiBody with contacts (they need "
+            "time stepping): use sciad.rigid.SemiImplicitEuler()."
+        )
+    return mb
+
+
 class SemiImplicitEuler(AbstractIntegrator):
-    """Semi-implicit (symplectic) Euler on the configuration manifold. Order 1.
+    """Semi-implicit (symplectic) Euler on the configuration manifold, with contacts.
+    Order 1.
 
     v ← v + h v̇(t, q, v), then q ← q ⊕ h v (quaternions: q ⊗ exp(h ω), normalised).
+    With contacts the velocity update is the converged contact solve of the model's
+    [`ContactModel`][sciad.rigid.ContactModel] (impulses that keep the contacts
+    from penetrating, with Coulomb friction and restitution), differentiated
+    implicitly; a solve that does not converge is reported as
+    `RESULTS.solver_failed`.
     With `implicit_damping` the joint damping D is integrated implicitly,
     (M + h D) v̇ = τ − b, exactly as MuJoCo's default Euler integrator does; without
     damping the two agree. One dynamics evaluation per step. It does not conserve
@@ -48,19 +66,45 @@ class SemiImplicitEuler(AbstractIntegrator):
         return 1
 
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state (checks that `model` is a `MultiBody`)."""
-        _multibody(self, model)
-        return None
+        """No state without contacts; with contacts, a flag: has a solve failed."""
+        mb = _multibody(self, model)
+        return jnp.asarray(False) if mb.pairs else None
 
     def step(
         self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
     ) -> tuple[State, Anything]:
-        """One step: kick the velocities, then move the positions with the new ones."""
+        """One step: kick the velocities (through the contact solve, if any), then
+        move the positions with the new ones."""
         mb = _multibody(self, model)
         q, v = y
-        acc = mb.accelerations(t, q, v, implicit_damping_dt=dt if self.implicit_damping else None)
-        v = v + dt * acc
-        return (mb.integrate_positions(q, dt * v), v), None
+        if not mb.pairs:
+            acc = mb.accelerations(
+                t, q, v, implicit_damping_dt=dt if self.implicit_damping else None
+            )
+            v = v + dt * acc
+            return (mb.integrate_positions(q, dt * v), v), None
+        dt = jnp.asarray(dt)
+        f = mb._frames(q, v)
+        terms = mb._terms(t, q, v, f)
+        m = terms.mass_matrix
+        if self.implicit_damping:
+            m = m + jnp.diag(dt * terms.damping)
+        chol = jax.scipy.linalg.cho_factor(m)
+        v_free = v + dt * jax.scipy.linalg.cho_solve(
+            chol, terms.applied + terms.gravity - terms.coriolis
+        )
+        c = mb._contacts(f)
+        _, jac = mb._contact_jacobian(f, c)
+        minv_jn = jax.scipy.linalg.cho_solve(chol, jac[:, 0, :].T)
+        u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
+        v, ok, _ = solve_contacts(m, v_free, v_free, jac, u_ref, inv_r, c.friction, mb.contact)
+        return (mb.integrate_positions(q, dt * v), v), state | ~ok
+
+    def status(self, state: Anything) -> RESULTS:
+        """`solver_failed` if a contact solve did not converge."""
+        if state is None:
+            return RESULTS.successful
+        return RESULTS.where(state, RESULTS.solver_failed, RESULTS.successful)
 
 
 class RKMK4(AbstractIntegrator):
@@ -87,9 +131,13 @@ class RKMK4(AbstractIntegrator):
         """4."""
         return 4
 
+    def check(self, model: AbstractModel) -> None:
+        """A `MultiBody` without contacts."""
+        _no_contacts(self, model)
+
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state (checks that `model` is a `MultiBody`)."""
-        _multibody(self, model)
+        """No state (checks that `model` is a `MultiBody` without contacts)."""
+        _no_contacts(self, model)
         return None
 
     def step(
@@ -162,9 +210,13 @@ class FreeBodySplitting(AbstractIntegrator):
         """2."""
         return 2
 
+    def check(self, model: AbstractModel) -> None:
+        """A `MultiBody` of free bodies without contacts."""
+        self.init(model, 0.0, None)
+
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """No state (checks that every body of `model` is free)."""
-        mb = _multibody(self, model)
+        mb = _no_contacts(self, model)
         if not all(isinstance(j, FreeJoint) for j in mb.joints):
             others = sorted({type(j).__name__ for j in mb.joints if not isinstance(j, FreeJoint)})
             raise ValueError(
@@ -177,7 +229,7 @@ class FreeBodySplitting(AbstractIntegrator):
         self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
     ) -> tuple[State, Anything]:
         """Half kick, free flight (translation + five axis rotations), half kick."""
-        mb = _multibody(self, model)
+        mb = _no_contacts(self, model)
         q, v = y
         dt = jnp.asarray(dt)
         n = len(mb.names)

@@ -8,14 +8,25 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from .._core._geometry import cross
+from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel, expect_shape
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
 from .._core._validate import is_concrete
 from . import _dynamics as _dyn
 from ._actuators import AbstractControl, ConstantControl, JointActuator
 from ._body import Body
+from ._contact import (
+    body_jacobians,
+    contact_frames,
+    contact_jacobian,
+    contact_pairs,
+    ContactModel,
+    Contacts,
+    find_contacts,
+    Geom,
+)
 from ._dynamics import Frames, Terms
-from ._joints import AbstractJoint, FreeJoint
+from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._spatial import (
     matvec,
 )
@@ -57,11 +68,21 @@ class MultiBody(AbstractModel):
     - `wrench`: applied wrenches, shape `(n, 6)`: (force, torque) per body in the
       world frame, acting at the centre of mass (MuJoCo's `xfrc_applied`); an array
       or an `AbstractControl`.
+    - `geoms`: a sequence of [`Geom`][sciad.rigid.Geom]s: collision geometry fixed to
+      bodies or to the world (a ground [`Plane`][sciad.rigid.Plane], say).
+    - `contact`: a [`ContactModel`][sciad.rigid.ContactModel] (how contacts are
+      resolved, and the smoothness parameter); default `ContactModel()`.
+    - `exclude`: pairs of body names (`None`: the world) whose geoms never collide.
+
+    With contacts the model runs with [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]
+    (time stepping with a converged, implicitly differentiated contact solve); it is
+    `sciad.simulate`'s default then, and [`RKMK4`][sciad.rigid.RKMK4] otherwise.
 
     **Integrators:** [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler],
-    [`RKMK4`][sciad.rigid.RKMK4] (4th order on the manifold) and, for free bodies,
-    [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting]. `sciad.RK4()` also runs it
-    (quaternions treated as vectors; their norm drifts slowly).
+    [`RKMK4`][sciad.rigid.RKMK4] (4th order on the manifold; the default without
+    contacts) and, for free bodies, [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
+    Without contacts `sciad.RK4()` also runs it (quaternions treated as vectors; their
+    norm drifts slowly).
 
     **Example:**
 
@@ -90,6 +111,10 @@ class MultiBody(AbstractModel):
     actuators: tuple[JointActuator, ...]
     control: AbstractControl | None
     wrench: AbstractControl | None
+    geoms: tuple[Geom, ...]
+    contact: ContactModel
+    geom_body: tuple[int, ...] = eqx.field(static=True)
+    pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
 
     def __init__(
         self,
@@ -99,6 +124,9 @@ class MultiBody(AbstractModel):
         actuators: Sequence[JointActuator] = (),
         control: AbstractControl | None = None,
         wrench: Float[ArrayLike, "n 6"] | AbstractControl | None = None,
+        geoms: Sequence[Geom] = (),
+        contact: ContactModel | None = None,
+        exclude: Sequence[tuple[str | None, str | None]] = (),
     ):
         bodies = tuple(bodies)
         if not bodies:
@@ -169,7 +197,44 @@ class MultiBody(AbstractModel):
         if wrench is not None and not isinstance(wrench, AbstractControl):
             wrench = ConstantControl(wrench)
         self.wrench = wrench
+        self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
         self._check_inputs()
+
+    def _set_contacts(
+        self,
+        bodies: tuple[Body, ...],
+        index: dict[str, int],
+        parents: list[int],
+        geoms: tuple[Geom, ...],
+        contact: ContactModel | None,
+        exclude: tuple[tuple[str | None, str | None], ...],
+    ) -> None:
+        for i, g in enumerate(geoms):
+            if not isinstance(g, Geom):
+                raise TypeError(f"MultiBody geoms must be sciad.rigid.Geom; item {i} is {g!r}.")
+            if g.body is not None and g.body not in index:
+                raise ValueError(f"Geom {g.name or i!r}: no body named {g.body!r}.")
+        if contact is not None and not isinstance(contact, ContactModel):
+            raise TypeError(f"contact must be a sciad.rigid.ContactModel; got {contact!r}.")
+        weld_root: list[int] = []
+        for i, b in enumerate(bodies):
+            p = parents[i]
+            fixed = isinstance(b.joint, FixedJoint)
+            weld_root.append((-1 if p < 0 else weld_root[p]) if fixed else i)
+        ex = set()
+        for pair in exclude:
+            if not (isinstance(pair, tuple | list) and len(pair) == 2):
+                raise ValueError(
+                    f"MultiBody exclude items must be (body, body) pairs; got {pair!r}."
+                )
+            for name in pair:
+                if name is not None and name not in index:
+                    raise ValueError(f"MultiBody exclude: no body named {name!r}.")
+            ex.add(frozenset(-1 if n is None else index[n] for n in pair))
+        self.geoms = geoms
+        self.contact = ContactModel() if contact is None else contact
+        self.geom_body = tuple(-1 if g.body is None else index[g.body] for g in geoms)
+        self.pairs = contact_pairs(geoms, self.geom_body, parents, weld_root, ex)
 
     def _check_inputs(self) -> None:
         q0, v0 = self.default_state()
@@ -325,9 +390,50 @@ class MultiBody(AbstractModel):
         return terms.mass_matrix @ qacc + terms.coriolis - terms.gravity - terms.applied
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
-        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative`."""
+        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative` (without
+        contacts; a model with contacts raises: it needs time stepping)."""
+        if self.pairs:
+            raise ValueError(
+                "a MultiBody with contacts has no smooth vector field: run it with "
+                "sciad.rigid.SemiImplicitEuler() (sciad.simulate's default for it)."
+            )
         q, v = y
         return self.position_derivative(q, v), self.accelerations(t, q, v)
+
+    def default_integrator(self) -> AbstractIntegrator:
+        """`SemiImplicitEuler()` with contacts, `RKMK4()` without."""
+        from ._integrators import RKMK4, SemiImplicitEuler
+
+        return SemiImplicitEuler() if self.pairs else RKMK4()
+
+    # ------------------------------------------------------------------ contacts
+
+    def contacts(self, q: Q) -> Contacts:
+        """Every candidate contact point at configuration q (a static number C of
+        them: e.g. 8 box corners against a plane, touching or not).
+
+        **Arguments:** `q`: shape `(nq,)`.
+
+        **Returns:** a [`Contacts`][sciad.rigid.Contacts]: signed distances `(C,)`
+        (negative: penetrating), normals and points `(C, 3)`, friction and
+        restitution `(C,)`.
+
+        **Example:** `gap = model.contacts(q).dist.min()`
+        """
+        f = self._frames(q)
+        return self._contacts(f)
+
+    def _contacts(self, f: Frames) -> Contacts:
+        if not self.pairs:
+            raise ValueError("this MultiBody has no colliding geom pairs.")
+        return find_contacts(self.geoms, self.geom_body, self.pairs, f.rot, f.pos)
+
+    def _contact_jacobian(self, f: Frames, c: Contacts) -> tuple[Array, Array]:
+        """The contact frames (C, 3, 3) and the Jacobian J (C, 3, nv)."""
+        topo = self.topology
+        frames = contact_frames(c.normal)
+        jb = body_jacobians(topo.anc, topo.dof_body, f.subspace)
+        return frames, contact_jacobian(jb, c, frames)
 
     # ------------------------------------------------------------------ manifold
 

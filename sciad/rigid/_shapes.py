@@ -26,8 +26,8 @@ class AbstractShape(eqx.Module):
     about their centre; [`mass_properties`][sciad.rigid.AbstractShape.mass_properties]
     turns these into a mass and a principal inertia. The frame's axes are principal
     axes, so a shape placed with a pose in a body sets that body's `com` and
-    `inertia_quat` (see [`Body`][sciad.rigid.Body]). Later slices use the same shapes
-    for contacts.
+    `inertia_quat` (see [`Body`][sciad.rigid.Body]). The same shapes, placed in a
+    [`Geom`][sciad.rigid.Geom], are the collision geometry.
 
     **Example:**
 
@@ -168,3 +168,20 @@ class Capsule(AbstractShape):
         side = fc * (r**2 / 4 + h**2 / 3) + fs * (0.4 * r**2 + h**2 + 0.75 * h * r)
         axial = fc * r**2 / 2 + fs * 0.4 * r**2
         return jnp.stack([side, side, axial])
+
+
+class Plane(AbstractShape):
+    """An infinite plane: the half-space z ≤ 0 of its geom frame, with outward normal
+    +z. For collision only ([`Geom`][sciad.rigid.Geom]), typically the ground fixed
+    to the world; it has no volume and no mass.
+
+    **Example:** `ground = sciad.rigid.Geom(sciad.rigid.Plane(), friction=0.8)`
+    """
+
+    def volume(self) -> FloatScalar:
+        """A plane has no volume: raises `TypeError`."""
+        raise TypeError("a Plane has no volume or mass; use it in a Geom for contacts only.")
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """A plane has no inertia: raises `TypeError`."""
+        raise TypeError("a Plane has no inertia; use it in a Geom for contacts only.")

@@ -1,5 +1,5 @@
-"""Test scenes built directly in sciad, their MJCF twins, and a MuJoCo → sciad
-converter used only to cross-check against MuJoCo C (MJCF import is a later slice)."""
+"""Test scenes built directly in sciad and their MJCF twins (converted with
+`sciad.rigid.from_mujoco` to cross-check against MuJoCo C)."""
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -134,51 +134,6 @@ MIXED_MJCF = """<mujoco><option><flag contact="disable"/></option><worldbody>
 <body name="ball" pos="1 0 0"><joint type="ball"/><geom type="ellipsoid" size="0.1 0.2 0.3"
   pos="0 0 -0.3"/></body>
 </worldbody></mujoco>"""
-
-
-def from_mujoco(m):
-    """sciad bodies with the parameters of a compiled MuJoCo model (joints: one per
-    body at most; inertias as MuJoCo computed them)."""
-    import mujoco
-
-    bodies = []
-    for b in range(1, m.nbody):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
-        p = m.body_parentid[b]
-        parent = (
-            None if p == 0 else (mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, p) or f"body{p}")
-        )
-        if m.body_jntnum[b] == 0:
-            joint = rigid.FixedJoint()
-        else:
-            assert m.body_jntnum[b] == 1
-            j = m.body_jntadr[b]
-            kw = dict(
-                damping=m.dof_damping[m.jnt_dofadr[j]], armature=m.dof_armature[m.jnt_dofadr[j]]
-            )
-            kind = m.jnt_type[j]
-            if kind == mujoco.mjtJoint.mjJNT_FREE:
-                joint = rigid.FreeJoint(**kw)
-            elif kind == mujoco.mjtJoint.mjJNT_BALL:
-                joint = rigid.BallJoint(pos=m.jnt_pos[j], **kw)
-            elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
-                joint = rigid.SliderJoint(axis=m.jnt_axis[j], **kw)
-            else:
-                joint = rigid.HingeJoint(axis=m.jnt_axis[j], pos=m.jnt_pos[j], **kw)
-        bodies.append(
-            rigid.Body(
-                name,
-                parent=parent,
-                joint=joint,
-                pos=m.body_pos[b],
-                quat=m.body_quat[b],
-                mass=m.body_mass[b],
-                inertia=m.body_inertia[b],
-                com=m.body_ipos[b],
-                inertia_quat=m.body_iquat[b],
-            )
-        )
-    return bodies
 
 
 def random_state(model, seed, scale=1.0):

@@ -12,7 +12,6 @@ import sciad.rigid as rigid
 from .scenes import (
     chain,
     chain_mjcf,
-    from_mujoco,
     MIXED_MJCF,
     quadruped,
     quadruped_mjcf,
@@ -52,7 +51,7 @@ def test_terms_match_mujoco(scene):
     xml = xml.replace('<flag contact="disable"/>', '<flag contact="disable" energy="enable"/>')
     m = mujoco.MjModel.from_xml_string(xml)
     d = mujoco.MjData(m)
-    model = rigid.MultiBody(from_mujoco(m), gravity=m.opt.gravity)
+    model = rigid.from_mujoco(m).model
     if scene == "chain":  # the scenes built directly in sciad are the same models
         built = chain(5, damping=0.1)
     elif scene == "quadruped":
@@ -124,7 +123,7 @@ def test_free_body_rk4_matches_mujoco():
         'diaginertia="0.1 0.2 0.3"/></body></worldbody></mujoco>'
     )
     m = mujoco.MjModel.from_xml_string(xml)
-    model = rigid.MultiBody(from_mujoco(m), gravity=m.opt.gravity)
+    model = rigid.from_mujoco(m).model
     q0, _ = model.default_state()
     v0 = jnp.array([0.3, -0.2, 1.0, 2.0, -3.0, 1.5])
     y1 = sciad.simulate(model, (q0, v0), dt=1e-3, n_steps=1000, integrator=rigid.RKMK4()).y1

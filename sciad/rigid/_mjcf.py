@@ -1,0 +1,394 @@
+"""MJCF import: a compiled MuJoCo model as a `MultiBody`, refusing what it cannot represent."""
+
+import os
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+import numpy as np
+
+from .._core._integrator import AbstractIntegrator
+from ._actuators import AbstractControl
+from ._body import Body
+from ._integrators import RKMK4, SemiImplicitEuler
+from ._joints import FixedJoint
+from ._mjcf_elements import (
+    compose,
+    convert_actuator,
+    convert_geoms,
+    convert_joint,
+    disabled,
+    Labels,
+)
+from ._multibody import MultiBody
+
+
+def _import_mujoco() -> Any:
+    try:
+        import mujoco  # pyright: ignore[reportMissingImports]
+    except ImportError as e:
+        raise ImportError(
+            "MJCF import compiles the file with MuJoCo, which is not installed; install "
+            'the `sciad[mjcf]` extra: pip install "sciad[mjcf]".'
+        ) from e
+    return mujoco
+
+
+class MJCFModel(eqx.Module):
+    """A MuJoCo model converted to sciad: the [`MultiBody`][sciad.rigid.MultiBody], its
+    initial state, the file's time step and the matching integrator, and converters
+    between MuJoCo's `qpos`/`qvel` and sciad's `(q, v)`.
+
+    Returned by [`load_mjcf`][sciad.rigid.load_mjcf] and
+    [`from_mujoco`][sciad.rigid.from_mujoco]; run it with
+    `sciad.simulate(mj.model, mj.y0, dt=mj.dt, n_steps=..., integrator=mj.integrator)`.
+
+    **State layout.** sciad's q and v stack the joints body by body in MuJoCo's order,
+    with MuJoCo's conventions (free joint: position, quaternion (w, x, y, z); linear
+    velocity of the body origin in the world frame, angular velocity in the body
+    frame; ball joint: quaternion, body-frame angular velocity), so `qvel` and v are
+    the same vector and `qpos` and q differ only for hinges and sliders with a
+    reference position: MuJoCo places the body at `qpos − ref` (`ref` is
+    `qpos0`), sciad at q, so q = qpos − ref there. Use the converters to compare
+    with MuJoCo; they broadcast over leading batch axes.
+
+    **Fields:**
+
+    - `model`: the `MultiBody`.
+    - `y0`: `(q0, v0)`: MuJoCo's `qpos0` (keyframes are ignored) in sciad's layout and
+      zero velocity, shapes `(nq,)` and `(nv,)`.
+    - `dt`: the `<option timestep>` (time units).
+    - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicit and implicitfast
+      integrators, `RKMK4` for RK4 (see [`from_mujoco`][sciad.rigid.from_mujoco]).
+    - `qpos_offset`: shape `(nq,)`, the hinges' and sliders' `ref` (zero elsewhere).
+    - `geom_ids`: the MuJoCo geom id of each of `model.geoms`.
+
+    **Example:**
+
+    ```python
+    mj = sciad.rigid.load_mjcf("ant.xml")
+    traj = sciad.simulate(mj.model, mj.y0, dt=mj.dt, n_steps=100, integrator=mj.integrator)
+    qpos = mj.q_to_qpos(traj.y1[0])
+    ```
+    """
+
+    model: MultiBody
+    y0: tuple[Float[Array, " nq"], Float[Array, " nv"]]
+    dt: float = eqx.field(static=True)
+    integrator: AbstractIntegrator
+    qpos_offset: Float[Array, " nq"]
+    geom_ids: tuple[int, ...] = eqx.field(static=True)
+
+    def _aligned(self, name: str, x: Any) -> tuple[Array, Array]:
+        x = jnp.asarray(x)
+        nq = self.qpos_offset.shape[0]
+        if x.ndim == 0 or x.shape[-1] != nq:
+            raise ValueError(f"{name} must have shape (..., {nq}); got {x.shape}.")
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(self.qpos_offset.dtype)
+        return x, jnp.broadcast_to(self.qpos_offset.astype(x.dtype), x.shape)
+
+    def qpos_to_q(self, qpos: Float[ArrayLike, "*batch nq"]) -> Float[Array, "*batch nq"]:
+        """sciad's q from MuJoCo's `qpos` (q = qpos − ref on hinges and sliders).
+
+        **Example:** `q = mj.qpos_to_q(data.qpos)`
+        """
+        qpos, offset = self._aligned("qpos", qpos)
+        return qpos - offset
+
+    def q_to_qpos(self, q: Float[ArrayLike, "*batch nq"]) -> Float[Array, "*batch nq"]:
+        """MuJoCo's `qpos` from sciad's q (qpos = q + ref on hinges and sliders).
+
+        **Example:** `data.qpos[:] = mj.q_to_qpos(q)`
+        """
+        q, offset = self._aligned("q", q)
+        return q + offset
+
+    def qvel_to_v(self, qvel: Float[ArrayLike, "*batch nv"]) -> Float[Array, "*batch nv"]:
+        """sciad's v from MuJoCo's `qvel`: the same vector (the conventions agree).
+
+        **Example:** `v = mj.qvel_to_v(data.qvel)`
+        """
+        return jnp.asarray(qvel)
+
+    def v_to_qvel(self, v: Float[ArrayLike, "*batch nv"]) -> Float[Array, "*batch nv"]:
+        """MuJoCo's `qvel` from sciad's v: the same vector.
+
+        **Example:** `data.qvel[:] = mj.v_to_qvel(v)`
+        """
+        return jnp.asarray(v)
+
+
+# --------------------------------------------------------------------------- model-level
+
+
+def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
+    """Features of the whole model that sciad.rigid cannot represent."""
+    for count, obj, what in (
+        ("ntendon", "tendon", "tendons are not supported by sciad.rigid"),
+        ("neq", "equality", "equality constraints (connect, weld, joint, ...) are not supported"),
+        ("nflex", "flex", "flexible bodies (flex/composite) are not supported"),
+        ("nplugin", "plugin", "engine plugins are not supported"),
+    ):
+        if getattr(m, count) > 0:
+            raise ValueError(f"{label(obj, 0)}: {what}.")
+    if m.npair > 0:
+        g1, g2 = m.pair_geom1[0], m.pair_geom2[0]
+        raise ValueError(
+            f"{label('pair', 0)} (geoms {label.name('geom', g1)!r} and "
+            f"{label.name('geom', g2)!r}): explicit <contact><pair>s are not supported; "
+            "sciad pairs geoms by contype/conaffinity only."
+        )
+    if m.opt.density != 0 or m.opt.viscosity != 0:
+        raise ValueError(
+            "MJCF <option density/viscosity>: fluid forces (drag, lift) are not supported "
+            f"(density={m.opt.density}, viscosity={m.opt.viscosity})."
+        )
+    if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
+        raise ValueError(
+            'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
+        )
+    if m.nu > 0 and disabled(m, mujoco, "mjDSBL_ACTUATION"):
+        raise ValueError(
+            'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
+            "remove them or enable actuation."
+        )
+    if m.opt.disableactuator != 0:
+        raise ValueError(
+            "MJCF <option actuatorgroupdisable>: disabled actuator groups are not supported."
+        )
+    supported = {
+        int(mujoco.mjtIntegrator.mjINT_EULER),
+        int(mujoco.mjtIntegrator.mjINT_RK4),
+        int(mujoco.mjtIntegrator.mjINT_IMPLICIT),
+        int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST),
+    }
+    if int(m.opt.integrator) not in supported:
+        name = mujoco.mjtIntegrator(int(m.opt.integrator)).name
+        raise ValueError(
+            f"MJCF <option integrator>: {name} has no sciad counterpart (use Euler, RK4, "
+            "implicit or implicitfast)."
+        )
+
+
+def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
+    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4):
+        return RKMK4()
+    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
+        return SemiImplicitEuler(implicit_damping=not disabled(m, mujoco, "mjDSBL_EULERDAMP"))
+    return SemiImplicitEuler(implicit_damping=True)
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
+    """Convert a compiled MuJoCo model (`mujoco.MjModel`) into a sciad
+    [`MultiBody`][sciad.rigid.MultiBody], refusing anything it cannot represent
+    faithfully.
+
+    The conversion reads the compiled model, so inertias computed from geoms,
+    defaults, `fromto`, angle units and `<compiler>` settings are MuJoCo's own:
+
+    - **bodies**: `body_mass`, `body_inertia` (principal moments), `body_ipos`,
+      `body_iquat`, `body_pos`, `body_quat`. A body without a joint is welded to its
+      parent ([`FixedJoint`][sciad.rigid.FixedJoint]); a massless one (a frame for
+      sites or children) is folded into its parent, its children and geoms re-placed.
+    - **joints**: one per body; free, ball, hinge and slide with `axis`, `pos`,
+      `damping` and `armature`. A hinge's or slider's `ref` shifts its coordinate (see
+      [`MJCFModel`][sciad.rigid.MJCFModel]). `range` with `limited` becomes the joint's
+      soft limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes
+      limits as solver constraints; sciad's are penalty spring-dampers, given MuJoCo's
+      time constant and damping ratio (`solref`, with MuJoCo's `refsafe` clamp
+      τ ≥ 2·timestep) at the dof's effective inertia at `qpos0`: stiffness
+      m_eff/(τζ)², damping 2 m_eff/τ, m_eff = 1/`dof_invweight0`. The limits act alike
+      but not identically: trajectories agree with MuJoCo's only while no limit is
+      violated.
+    - **actuators** with a joint transmission on a hinge or slider and affine force
+      gain·u + bias (`motor`, `position`, `velocity`, `general` without dynamics):
+      [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
+      and biases; `ctrlrange` (when `ctrllimited`) becomes its `ctrl_range`. The
+      controls come from `control` (zero if `None`), in MuJoCo's actuator order.
+    - **options**: `gravity`, `timestep` and `integrator`: Euler →
+      `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
+      damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
+      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4]; implicit and implicitfast →
+      `SemiImplicitEuler(implicit_damping=True)`, which treats the joint damping
+      implicitly but, unlike MuJoCo, the velocity terms of actuators (and, for
+      implicit, the Coriolis forces) explicitly: the same to first order, not to
+      round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
+      `eulerdamp` disable flags are honoured.
+    - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,
+      visual assets, keyframes (the initial state is `qpos0`), and solver settings.
+
+    Everything else that changes the physics raises `ValueError` naming the element
+    (by its MuJoCo name, or its index when unnamed) and the feature: several joints
+    in one body, tendons, equality constraints, flexes, plugins, mocap bodies,
+    gravity compensation, joint stiffness, frictionloss, limit margins, actuators on
+    ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
+    dynamics (filters, integrators, muscles), force ranges, fluid forces and the
+    discrete integrator.
+
+    **Arguments:**
+
+    - `m`: a compiled `mujoco.MjModel`.
+    - `control`: optional [`AbstractControl`][sciad.rigid.AbstractControl] giving the
+      actuators' controls (MuJoCo's `ctrl`), shape `(nu,)`.
+
+    **Returns:** an [`MJCFModel`][sciad.rigid.MJCFModel].
+
+    **Raises:** `ImportError` naming the `sciad[mjcf]` extra when MuJoCo is missing;
+    `ValueError` for unsupported features.
+
+    **Example:**
+
+    ```python
+    import mujoco
+    m = mujoco.MjModel.from_xml_path("ant.xml")
+    mj = sciad.rigid.from_mujoco(m)
+    ```
+    """
+    mujoco = _import_mujoco()
+    if not isinstance(m, mujoco.MjModel):
+        raise TypeError(f"from_mujoco needs a compiled mujoco.MjModel; got {type(m).__name__}.")
+    label = Labels(mujoco, m)
+    _check_model(m, mujoco, label)
+
+    # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
+    # each MuJoCo body's frame in its owner's frame.
+    identity = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
+    owner: list[str | None] = [None]  # the world
+    frame = [identity]
+    bodies: list[Body] = []
+    joint_body: dict[int, str] = {}
+    used: set[str] = set()
+    for b in range(1, m.nbody):
+        where = label("body", b)
+        if m.body_mocapid[b] >= 0:
+            raise ValueError(f"{where}: mocap bodies are not supported.")
+        if m.body_gravcomp[b] != 0:
+            raise ValueError(f"{where}: gravity compensation (gravcomp) is not supported.")
+        p = int(m.body_parentid[b])
+        pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
+        joint = convert_joint(m, mujoco, label, b)
+        if isinstance(joint, FixedJoint) and m.body_mass[b] == 0:
+            owner.append(owner[p])
+            frame.append((pos, quat))
+            continue
+        name = label.name("body", b) or f"body{b}"
+        if name in used:
+            raise ValueError(f"{where}: its sciad name {name!r} is taken; name the body.")
+        used.add(name)
+        try:
+            bodies.append(
+                Body(
+                    name,
+                    parent=owner[p],
+                    joint=joint,
+                    pos=pos,
+                    quat=quat,
+                    mass=float(m.body_mass[b]),
+                    inertia=np.asarray(m.body_inertia[b], dtype=np.float64),
+                    com=np.asarray(m.body_ipos[b], dtype=np.float64),
+                    inertia_quat=np.asarray(m.body_iquat[b], dtype=np.float64),
+                )
+            )
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from e
+        owner.append(name)
+        frame.append(identity)
+        if m.body_jntnum[b]:
+            joint_body[int(m.body_jntadr[b])] = name
+
+    actuators = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
+    geoms, geom_ids, exclude, contact, mj_pairs = convert_geoms(m, mujoco, label, owner, frame)
+    try:
+        model = MultiBody(
+            bodies,
+            gravity=np.asarray(gravity, dtype=np.float64),
+            actuators=actuators,
+            control=control,
+            geoms=geoms,
+            contact=contact,
+            exclude=exclude,
+        )
+    except ValueError as e:
+        raise ValueError(f"MJCF model: {e}") from e
+    ours = {tuple(sorted((geom_ids[i], geom_ids[j]))) for i, j in model.pairs}
+    for g1, g2 in sorted(ours ^ mj_pairs):
+        where = "in sciad but not in MuJoCo" if (g1, g2) in ours else "in MuJoCo but not in sciad"
+        raise ValueError(
+            f"{label('geom', g1)} and {label('geom', g2)} collide {where}: sciad's collision filter (no contacts within a welded group or with the "
+            "parent body) cannot reproduce MuJoCo's here (e.g. an <exclude> of a massless "
+            "body folded into its parent, or a body and its parent welded to the world)."
+        )
+
+    offset = np.zeros(m.nq)
+    T = mujoco.mjtJoint
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
+            offset[m.jnt_qposadr[j]] = m.qpos0[m.jnt_qposadr[j]]
+    qpos_offset = jnp.asarray(offset)
+    q0 = jnp.asarray(np.asarray(m.qpos0, dtype=np.float64)) - qpos_offset
+    return MJCFModel(
+        model=model,
+        y0=(q0, jnp.zeros(m.nv, dtype=q0.dtype)),
+        dt=float(m.opt.timestep),
+        integrator=_integrator(m, mujoco),
+        qpos_offset=qpos_offset,
+        geom_ids=tuple(geom_ids),
+    )
+
+
+def load_mjcf(
+    source: str | os.PathLike,
+    *,
+    assets: dict[str, bytes] | None = None,
+    control: AbstractControl | None = None,
+) -> MJCFModel:
+    """Load an MJCF file (or string) with MuJoCo and convert it with
+    [`from_mujoco`][sciad.rigid.from_mujoco].
+
+    MuJoCo (`pip install "sciad[mjcf]"`) compiles the model, so every MJCF feature
+    MuJoCo accepts is parsed exactly as MuJoCo parses it; the conversion then refuses,
+    with a `ValueError` naming the element, what sciad cannot simulate faithfully
+    (see [`from_mujoco`][sciad.rigid.from_mujoco] for the full list).
+
+    **Arguments:**
+
+    - `source`: a path to an `.xml` file, or the XML text itself (a string starting
+      with `<`).
+    - `assets`: optional `{filename: bytes}` of files the XML refers to (MuJoCo's
+      `assets` argument).
+    - `control`: optional [`AbstractControl`][sciad.rigid.AbstractControl] giving the
+      actuators' controls, shape `(nu,)`.
+
+    **Returns:** an [`MJCFModel`][sciad.rigid.MJCFModel]: `model`, `y0`, `dt`,
+    `integrator` and the `qpos`/`qvel` converters.
+
+    **Raises:** `ImportError` naming the `sciad[mjcf]` extra when MuJoCo is missing;
+    `ValueError` when MuJoCo cannot compile the file or sciad cannot represent it.
+
+    **Example:**
+
+    ```python
+    mj = sciad.rigid.load_mjcf(\"\"\"
+    <mujoco><worldbody><body name="bob" pos="0 0 1">
+      <joint type="hinge" axis="0 1 0"/><geom type="sphere" size="0.1" pos="0 0 -1"/>
+    </body></worldbody></mujoco>\"\"\")
+    traj = sciad.simulate(mj.model, mj.y0, dt=mj.dt, n_steps=100, integrator=mj.integrator)
+    ```
+    """
+    mujoco = _import_mujoco()
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        m = mujoco.MjModel.from_xml_string(source, assets)
+    elif isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"load_mjcf: no such file {path!r}.")
+        m = mujoco.MjModel.from_xml_path(path, assets)
+    else:
+        raise TypeError(f"load_mjcf needs a path or an XML string; got {type(source).__name__}.")
+    return from_mujoco(m, control=control)

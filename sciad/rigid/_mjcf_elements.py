@@ -1,0 +1,391 @@
+"""The MJCF converter's parts: one MuJoCo element kind (joint, actuator, geom) to one
+sciad part, refusing with a `ValueError` naming the element what sciad cannot represent.
+
+Functions of a compiled `mujoco.MjModel` `m` and the `mujoco` module (imported lazily by
+`_mjcf.py`, so this module never imports it).
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._core._geometry import _hamilton_np
+from ._actuators import JointActuator
+from ._contact import ContactModel, Geom
+from ._joints import AbstractJoint, BallJoint, FixedJoint, FreeJoint, HingeJoint, SliderJoint
+from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _quat_rot(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return _hamilton_np(_hamilton_np(q, np.concatenate([[0.0], v])), q * np.array([1, -1, -1, -1]))[
+        1:
+    ]
+
+
+def compose(
+    frame: tuple[np.ndarray, np.ndarray], pos: np.ndarray, quat: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pos, quat) given in `frame` (a pose in its owner), expressed in the owner."""
+    fpos, fquat = frame
+    return fpos + _quat_rot(fquat, pos), _hamilton_np(fquat, quat)
+
+
+class Labels:
+    """Labels of a compiled model's elements for error messages."""
+
+    def __init__(self, mujoco: Any, m: Any):
+        self.mujoco, self.m = mujoco, m
+
+    def name(self, obj: str, i: Any) -> str:
+        kind = getattr(self.mujoco.mjtObj, f"mjOBJ_{obj.upper()}")
+        return self.mujoco.mj_id2name(self.m, kind, int(i)) or ""
+
+    def __call__(self, obj: str, i: Any) -> str:
+        n = self.name(obj, i)
+        return f"MJCF {obj} {n!r}" if n else f"MJCF {obj} #{int(i)} (unnamed)"
+
+
+def disabled(m: Any, mujoco: Any, bit: str) -> bool:
+    """Whether `<option><flag>` disables `bit` (an `mjtDisableBit` name)."""
+    return bool(m.opt.disableflags & int(getattr(mujoco.mjtDisableBit, bit)))
+
+
+def nonzero(x: Any) -> bool:
+    """Whether any entry of `x` is nonzero."""
+    return bool(np.any(np.asarray(x) != 0))
+
+
+# --------------------------------------------------------------------------- joints
+
+
+def _limit_gains(m: Any, mujoco: Any, j: int) -> tuple[float, float]:
+    """A spring-damper with MuJoCo's limit dynamics at the dof's effective inertia.
+
+    MuJoCo drives a violated limit r towards the reference acceleration
+    a_ref = −b ṙ − k r with b = 2/(d_max τ), k = d/(d_max² τ² ζ²) (solref (τ, ζ) > 0)
+    or b = −solref[1]/d_max, k = −solref[0] d/d_max² (solref < 0), and the constraint
+    force is about m_eff d (a_ref − a₀) with impedance d ≈ d_max = solimp[1]. With
+    m_eff = 1/dof_invweight0 (MuJoCo's own effective inertia at qpos0) that is the
+    penalty stiffness m_eff/(τ ζ)² and damping 2 m_eff/τ (or m_eff·(−solref)). The
+    part −m_eff d a₀ (the constraint cancelling the applied forces) has no penalty
+    counterpart.
+    """
+    tau, zeta = (float(x) for x in m.jnt_solref[j])
+    dof = m.jnt_dofadr[j]
+    n = {int(mujoco.mjtJoint.mjJNT_BALL): 3}.get(int(m.jnt_type[j]), 1)
+    m_eff = 1.0 / float(np.mean(m.dof_invweight0[dof : dof + n]))
+    if tau > 0:
+        if not disabled(m, mujoco, "mjDSBL_REFSAFE"):
+            tau = max(tau, 2.0 * float(m.opt.timestep))
+        return m_eff / (tau * zeta) ** 2, 2.0 * m_eff / tau
+    return m_eff * (-tau), m_eff * (-zeta)
+
+
+def convert_joint(m: Any, mujoco: Any, label: Labels, b: int) -> AbstractJoint:
+    """The joint of MuJoCo body `b` (a `FixedJoint` if it has none)."""
+    njnt = int(m.body_jntnum[b])
+    if njnt == 0:
+        return FixedJoint()
+    first = int(m.body_jntadr[b])
+    if njnt > 1:
+        names = ", ".join(repr(label.name("joint", j)) for j in range(first, first + njnt))
+        raise ValueError(
+            f"{label('body', b)} has {njnt} joints ({names}); sciad.rigid supports one "
+            "joint per body: split the body into a chain of bodies with one joint each "
+            "(or use a ball joint for three hinges through one point)."
+        )
+    j = first
+    jt = int(m.jnt_type[j])
+    T = mujoco.mjtJoint
+    nv = {int(T.mjJNT_FREE): 6, int(T.mjJNT_BALL): 3}.get(jt, 1)
+    dof = int(m.jnt_dofadr[j])
+    where = label("joint", j)
+    no_constraint = disabled(m, mujoco, "mjDSBL_CONSTRAINT")
+    if (
+        nonzero(m.dof_frictionloss[dof : dof + nv])
+        and not no_constraint
+        and not disabled(m, mujoco, "mjDSBL_FRICTIONLOSS")
+    ):
+        raise ValueError(f"{where}: frictionloss (dry joint friction) is not supported.")
+    if not disabled(m, mujoco, "mjDSBL_SPRING"):
+        if m.jnt_stiffness[j] != 0 or nonzero(m.jnt_stiffnesspoly[j]):
+            raise ValueError(
+                f"{where}: joint stiffness (a spring towards springref) is not supported by "
+                "sciad.rigid's joints."
+            )
+    if nonzero(m.dof_dampingpoly[dof : dof + nv]):
+        raise ValueError(f"{where}: nonlinear damping (dampingpoly) is not supported.")
+    if m.jnt_actfrclimited[j]:
+        raise ValueError(f"{where}: actuatorfrcrange (a joint-level force clamp) is not supported.")
+    damping = 0.0 if disabled(m, mujoco, "mjDSBL_DAMPER") else float(m.dof_damping[dof])
+    if not disabled(m, mujoco, "mjDSBL_DAMPER") and np.ptp(m.dof_damping[dof : dof + nv]) != 0:
+        raise ValueError(f"{where}: different damping on the joint's dofs is not supported.")
+    armature = float(m.dof_armature[dof])
+    if np.ptp(m.dof_armature[dof : dof + nv]) != 0:
+        raise ValueError(f"{where}: different armature on the joint's dofs is not supported.")
+    limited = bool(m.jnt_limited[j]) and not (no_constraint or disabled(m, mujoco, "mjDSBL_LIMIT"))
+    if limited and m.jnt_margin[j] != 0:
+        raise ValueError(f"{where}: a limit margin is not supported.")
+    kw: dict[str, Any] = dict(damping=damping, armature=armature)
+    if limited:
+        k, d = _limit_gains(m, mujoco, j)
+        kw.update(limit_stiffness=k, limit_damping=d)
+    rng = np.asarray(m.jnt_range[j], dtype=np.float64)
+    ref = float(m.qpos0[m.jnt_qposadr[j]])
+    if jt == int(T.mjJNT_FREE):
+        if m.body_parentid[b] != 0:  # MuJoCo's compiler refuses this too
+            raise ValueError(f"{where}: a free joint's body must be a child of the world.")
+        return FreeJoint(damping=damping, armature=armature)
+    if jt == int(T.mjJNT_BALL):
+        return BallJoint(pos=m.jnt_pos[j], max_angle=rng[1] if limited else None, **kw)
+    if jt == int(T.mjJNT_SLIDE):
+        return SliderJoint(axis=m.jnt_axis[j], range=rng - ref if limited else None, **kw)
+    return HingeJoint(
+        axis=m.jnt_axis[j], pos=m.jnt_pos[j], range=rng - ref if limited else None, **kw
+    )
+
+
+# --------------------------------------------------------------------------- actuators
+
+
+def convert_actuator(
+    m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
+) -> JointActuator:
+    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`."""
+    where = label("actuator", a)
+    if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+        kind = mujoco.mjtTrn(int(m.actuator_trntype[a])).name.removeprefix("mjTRN_").lower()
+        raise ValueError(
+            f"{where}: a {kind} transmission is not supported (only actuators on a joint)."
+        )
+    j = int(m.actuator_trnid[a][0])
+    T = mujoco.mjtJoint
+    if int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
+        raise ValueError(
+            f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
+            "supported; only on hinges and sliders."
+        )
+    if int(m.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
+        kind = mujoco.mjtDyn(int(m.actuator_dyntype[a])).name
+        raise ValueError(f"{where}: activation dynamics ({kind}) are not supported.")
+    if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
+        kind = mujoco.mjtGain(int(m.actuator_gaintype[a])).name
+        raise ValueError(f"{where}: gain type {kind} is not supported (only fixed gains).")
+    bias = int(m.actuator_biastype[a])
+    if bias not in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)):
+        kind = mujoco.mjtBias(bias).name
+        raise ValueError(f"{where}: bias type {kind} is not supported (only affine).")
+    if m.actuator_forcelimited[a]:
+        raise ValueError(
+            f"{where}: forcerange (a clamp on the actuator force) is not supported; "
+            "JointActuator clips only its control (ctrlrange)."
+        )
+    if int(m.actuator_ctrlnum[a]) != 1:
+        raise ValueError(f"{where}: actuators with {m.actuator_ctrlnum[a]} controls.")
+    for field, what in (
+        ("actuator_damping", "actuator damping"),
+        ("actuator_dampingpoly", "actuator damping"),
+        ("actuator_armature", "actuator armature"),
+        ("actuator_delay", "a control delay"),
+        ("actuator_history", "a control history"),
+    ):
+        if nonzero(getattr(m, field)[a]):
+            raise ValueError(f"{where}: {what} is not supported.")
+    g = float(m.actuator_gear[a][0])
+    b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a][:3]) if bias else (0.0, 0.0, 0.0)
+    # MuJoCo: length = g·qpos = g·(q + ref), force = gain·u + b0 + b1·length + b2·g·qvel,
+    # applied as g·force on the dof.
+    ref = float(m.qpos0[m.jnt_qposadr[j]])
+    clamp = bool(m.actuator_ctrllimited[a]) and not disabled(m, mujoco, "mjDSBL_CLAMPCTRL")
+    return JointActuator(
+        body_of_joint(j),
+        gain=g * float(m.actuator_gainprm[a][0]),
+        bias_constant=g * (b0 + b1 * g * ref),
+        bias_position=g * g * b1,
+        bias_velocity=g * g * b2,
+        ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+    )
+
+
+# --------------------------------------------------------------------------- geoms
+
+_SOLREF = (0.02, 1.0)  # MuJoCo's default geom solref and solimp
+_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+
+
+def _body_filtered(m: Any, b1: int, b2: int, excluded: set[frozenset[int]]) -> bool:
+    """MuJoCo's body-level collision filters (mj_collision): bodies welded together, a
+    body and its parent's weld group unless that is the world, and <exclude>s."""
+    w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
+    if w1 == w2:
+        return True
+    p1, p2 = int(m.body_weldid[m.body_parentid[w1]]), int(m.body_weldid[m.body_parentid[w2]])
+    if w1 != 0 and w2 != 0 and (w1 == p2 or w2 == p1):
+        return True
+    return frozenset((b1, b2)) in excluded
+
+
+def _geoms_match(m: Any, g1: int, g2: int, plane: int) -> bool:
+    """MuJoCo's geom-level filters: the contype/conaffinity bitmasks; no plane–plane."""
+    if not (
+        (m.geom_contype[g1] & m.geom_conaffinity[g2])
+        or (m.geom_contype[g2] & m.geom_conaffinity[g1])
+    ):
+        return False
+    return not (m.geom_type[g1] == plane and m.geom_type[g2] == plane)
+
+
+def _mujoco_pairs(m: Any, excluded: set[frozenset[int]], plane: int) -> set[tuple[int, int]]:
+    """The geom pairs (g1 < g2) MuJoCo's filters let collide."""
+    return {
+        (g1, g2)
+        for g1 in range(m.ngeom)
+        for g2 in range(g1 + 1, m.ngeom)
+        if _geoms_match(m, g1, g2, plane)
+        and not _body_filtered(m, int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2]), excluded)
+    }
+
+
+def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape:
+    G = mujoco.mjtGeom
+    t, size = int(m.geom_type[g]), np.asarray(m.geom_size[g], dtype=np.float64)
+    if t == int(G.mjGEOM_PLANE):
+        return Plane()
+    if t == int(G.mjGEOM_SPHERE):
+        return Sphere(size[0])
+    if t == int(G.mjGEOM_CAPSULE):
+        return Capsule(size[0], size[1])
+    if t == int(G.mjGEOM_CYLINDER):
+        return Cylinder(size[0], size[1])
+    if t == int(G.mjGEOM_BOX):
+        return Box(size)
+    kind = mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower()
+    raise ValueError(
+        f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, spheres, "
+        'capsules, boxes and cylinders can); make it visual-only with contype="0" '
+        'conaffinity="0", or replace it by primitives.'
+    )
+
+
+def convert_geoms(
+    m: Any,
+    mujoco: Any,
+    label: Labels,
+    owner: list[str | None],
+    frame: list[tuple[np.ndarray, np.ndarray]],
+) -> tuple[
+    list[Geom],
+    list[int],
+    list[tuple[str | None, str | None]],
+    ContactModel | None,
+    set[tuple[int, int]],
+]:
+    """The colliding geoms, their MuJoCo ids, the exclusions, the contact model and
+    MuJoCo's colliding geom pairs."""
+    if (
+        m.ngeom == 0
+        or disabled(m, mujoco, "mjDSBL_CONTACT")
+        or disabled(m, mujoco, "mjDSBL_CONSTRAINT")
+    ):
+        return [], [], [], None, set()
+    sigs = [int(s) for s in m.exclude_signature[: m.nexclude]]
+    excluded = {frozenset((s >> 16, s & 0xFFFF)) for s in sigs}
+    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
+    pairs = _mujoco_pairs(m, excluded, plane)
+    ids = sorted({g for pair in pairs for g in pair})
+    if not ids:
+        return [], [], [], None, pairs
+    if disabled(m, mujoco, "mjDSBL_FILTERPARENT"):
+        raise ValueError(
+            'MJCF <option><flag filterparent="disable">: parent–child collisions are '
+            "not supported (sciad never collides a body with its parent)."
+        )
+    geoms = []
+    for g in ids:
+        where = label("geom", g)
+        shape = _shape(m, mujoco, label, g)
+        for field, default, what in (
+            ("geom_solref", _SOLREF, "solref"),
+            ("geom_solimp", _SOLIMP, "solimp"),
+        ):
+            value = tuple(float(x) for x in getattr(m, field)[g])
+            if field == "geom_solref":
+                ok = value[0] > 0 and value[1] == 1.0
+            else:
+                ok = np.allclose(value, default, rtol=1e-12, atol=0)
+            if not ok:
+                raise ValueError(
+                    f"{where}: {what}={value} is not supported (sciad's contact model takes "
+                    "one time constant for all contacts, with dampratio 1 and MuJoCo's "
+                    f"default solimp {_SOLIMP})."
+                )
+        if float(m.geom_solref[g][0]) != float(m.geom_solref[ids[0]][0]):
+            raise ValueError(
+                f"{where}: its solref time constant {m.geom_solref[g][0]} differs from "
+                f"{label('geom', ids[0])}'s {m.geom_solref[ids[0]][0]}; sciad's contact "
+                "model takes one time constant for all contacts."
+            )
+        if m.geom_margin[g] != 0 or m.geom_gap[g] != 0:
+            raise ValueError(f"{where}: contact margin/gap is not supported.")
+        if m.geom_priority[g] != 0:
+            raise ValueError(f"{where}: contact priority is not supported (pairs use the maxima).")
+        if m.geom_condim[g] not in (1, 3):
+            raise ValueError(
+                f"{where}: condim={m.geom_condim[g]} (torsional or rolling friction) is not "
+                "supported; use condim 3 (sliding friction) or 1 (frictionless)."
+            )
+        if nonzero(m.geom_adhesion[g]) or nonzero(m.geom_surfacevel[g]):
+            raise ValueError(f"{where}: adhesion and surface velocity are not supported.")
+        b = int(m.geom_bodyid[g])
+        pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
+        friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
+        geoms.append(
+            Geom(
+                shape,
+                body=owner[b],
+                pos=pos,
+                quat=quat,
+                friction=friction,
+                restitution=0.0,
+                contype=int(m.geom_contype[g]),
+                conaffinity=int(m.geom_conaffinity[g]),
+                name=label.name("geom", g) or f"geom{g}",
+            )
+        )
+    # A pair's condim is the larger of its two: a frictionless (condim 1) geom against a
+    # frictional one takes the larger friction, which friction 0 reproduces only when
+    # the frictionless geom's own coefficient is the smaller.
+    for i, g1 in enumerate(ids):
+        for g2 in ids[i + 1 :]:
+            c1, c2 = int(m.geom_condim[g1]), int(m.geom_condim[g2])
+            if c1 == c2 or (g1, g2) not in pairs:
+                continue
+            g_1, g_3 = (g1, g2) if c1 == 1 else (g2, g1)
+            if m.geom_friction[g_1][0] > m.geom_friction[g_3][0]:
+                raise ValueError(
+                    f"{label('geom', g_1)} (condim 1) against {label('geom', g_3)} (condim 3): "
+                    "MuJoCo uses the frictionless geom's larger friction coefficient there, "
+                    "which sciad cannot represent."
+                )
+    # Body pairs that MuJoCo's filters keep apart (welds, parents' weld groups,
+    # <exclude>s) become sciad exclusions; from_mujoco then checks that the pairs
+    # sciad collides are exactly MuJoCo's.
+    exclude = set()
+    for i, g1 in enumerate(ids):
+        for g2 in ids[i + 1 :]:
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            if (
+                owner[b1] != owner[b2]
+                and _geoms_match(m, g1, g2, plane)
+                and _body_filtered(m, b1, b2, excluded)
+            ):
+                exclude.add((owner[b1], owner[b2]))
+    dmax = _SOLIMP[1]
+    tau = float(m.geom_solref[ids[0]][0])
+    if not disabled(m, mujoco, "mjDSBL_REFSAFE"):
+        tau = max(tau, 2.0 * float(m.opt.timestep))
+    contact = ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
+    return geoms, ids, sorted(exclude, key=str), contact, pairs

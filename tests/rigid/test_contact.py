@@ -1,0 +1,487 @@
+"""Contacts: narrow-phase distances against independent geometry, pair filtering,
+analytic contact mechanics (sliding at μg, restitution, resting, inclines, stacks),
+gradients through the converged contact solve, batching, failures, and MuJoCo C."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import sciad
+from sciad._core._geometry import quat_to_matrix
+import sciad.rigid as rigid
+
+from ..helpers import central_fd
+
+G = 9.81
+HALF = jnp.array([0.1, 0.1, 0.1])
+
+
+def rot(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return jnp.asarray(np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis]))
+
+
+def free_body(name, shape, pos, quat=(1.0, 0.0, 0.0, 0.0), **geom):
+    body = rigid.Body(
+        name, joint=rigid.FreeJoint(), pos=pos, quat=quat, shape=shape, density=1000.0
+    )
+    return body, rigid.Geom(shape, body=name, **geom)
+
+
+def box_on_plane(mu=0.5, softness=1e-2, plane_quat=(1.0, 0.0, 0.0, 0.0), z=0.1, **kw):
+    body, geom = free_body("box", rigid.Box(HALF), (0.0, 0.0, z), friction=0.0)
+    floor = rigid.Geom(rigid.Plane(), quat=plane_quat, friction=mu)
+    return rigid.MultiBody(
+        [body], geoms=[floor, geom], contact=rigid.ContactModel(softness=softness, **kw)
+    )
+
+
+@pytest.fixture(scope="module")
+def sliding_box():
+    return box_on_plane()
+
+
+@eqx.filter_jit
+def run(model, y0, dt, n_steps, every=1, throw=True):
+    return sciad.simulate(
+        model, y0, dt=dt, n_steps=n_steps, saveat=sciad.SaveAt(steps=every), throw=throw
+    )
+
+
+# ------------------------------------------------------------------ narrow phase
+
+
+def contacts_of(bodies, geoms, q=None, **kw):
+    mb = rigid.MultiBody(bodies, geoms=geoms, gravity=(0.0, 0.0, 0.0), **kw)
+    q = mb.default_state()[0] if q is None else q
+    return mb, mb.contacts(q)
+
+
+def segment_points(c, axis, h, n=4001):
+    t = np.linspace(-h, h, n)[:, None]
+    return np.asarray(c) + t * np.asarray(axis)
+
+
+def test_sphere_capsule_cylinder_box_against_a_tilted_plane():
+    tilt = rot([1.0, 2.0, 0.5], 0.4)
+    quat = rot([0.3, -1.0, 0.2], 1.1)
+    shapes = {
+        "sphere": rigid.Sphere(0.2),
+        "capsule": rigid.Capsule(0.1, 0.3),
+        "box": rigid.Box(jnp.array([0.1, 0.2, 0.3])),
+        "cylinder": rigid.Cylinder(0.15, 0.25),
+    }
+    plane = rigid.Geom(rigid.Plane(), quat=tilt, pos=jnp.array([0.0, 0.0, -0.05]), contype=0)
+    bodies, geoms = [], [plane]
+    for i, (name, s) in enumerate(shapes.items()):
+        b, g = free_body(name, s, (0.5 * i, 0.1, 0.15), quat, conaffinity=0)
+        bodies.append(b)
+        geoms.append(g)
+    _, c = contacts_of(bodies, geoms)
+    n = np.asarray(quat_to_matrix(tilt))[:, 2]
+    r = np.asarray(quat_to_matrix(quat))
+    offset = np.array([0.0, 0.0, -0.05])
+    # The exact lowest point of each shape along −n, from its support function.
+    k = 0
+    for i, name in enumerate(shapes):
+        centre = np.array([0.5 * i, 0.1, 0.15])
+        axis = r[:, 2]
+        if name == "sphere":
+            low, m = (centre - offset) @ n - 0.2, 1
+        elif name == "capsule":
+            low, m = (centre - offset) @ n - 0.3 * abs(axis @ n) - 0.1, 2
+        elif name == "box":
+            low, m = (centre - offset) @ n - np.abs(r.T @ n) @ np.array([0.1, 0.2, 0.3]), 8
+        else:
+            low = (centre - offset) @ n - 0.25 * abs(axis @ n) - 0.15 * np.sqrt(1 - (axis @ n) ** 2)
+            m = 6
+        np.testing.assert_allclose(float(c.dist[k : k + m].min()), low, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(c.normal[k : k + m]), np.tile(n, (m, 1)), atol=1e-14)
+        # Points lie midway: on the plane's side by φ/2 from the surface point.
+        np.testing.assert_allclose(
+            (np.asarray(c.point[k : k + m]) - offset) @ n,
+            0.5 * np.asarray(c.dist[k : k + m]),
+            atol=1e-12,
+        )
+        k += m
+    assert k == c.dist.shape[0]
+
+
+@pytest.mark.parametrize("gap", [0.05, -0.03])
+def test_sphere_sphere_capsule_pairs_against_sampled_distances(gap):
+    qa, qb = rot([1.0, 0.2, 0.0], 0.7), rot([0.0, 1.0, 1.0], -0.4)
+    s1, g1 = free_body("s", rigid.Sphere(0.2), (0.0, 0.0, 0.0))
+    c1, gc1 = free_body("c1", rigid.Capsule(0.1, 0.3), (0.0, 0.0, 0.0), qa)
+    c2, gc2 = free_body("c2", rigid.Capsule(0.15, 0.2), (0.0, 0.0, 0.0), qb)
+    # Place them so that each pair's exact distance is `gap` along a known direction.
+    ra, rb = np.asarray(quat_to_matrix(qa)), np.asarray(quat_to_matrix(qb))
+    pa = segment_points([0, 0, 0], ra[:, 2], 0.3)
+    perp = np.cross(ra[:, 2], [0.0, 0.0, 1.0])
+    perp /= np.linalg.norm(perp)
+    # sphere beside capsule 1's segment middle
+    s_pos = 0.1 * ra[:, 2] + perp * (0.2 + 0.1 + gap)
+    # capsule 2 far away on the other side, checked by sampling
+    c2_pos = -perp * 0.6 + np.array([0.0, 0.0, 0.05])
+    s1 = rigid.Body("s", joint=rigid.FreeJoint(), pos=s_pos, shape=rigid.Sphere(0.2), density=1.0)
+    c2 = rigid.Body(
+        "c2",
+        joint=rigid.FreeJoint(),
+        pos=c2_pos,
+        quat=qb,
+        shape=rigid.Capsule(0.15, 0.2),
+        density=1.0,
+    )
+    mb, c = contacts_of([s1, c1, c2], [g1, gc1, gc2])
+    pairs = {tuple(mb.geom_body[i] for i in p): k for k, p in enumerate(mb.pairs)}
+    pb = segment_points(c2_pos, rb[:, 2], 0.2)
+    sampled = {
+        (0, 1): np.min(np.linalg.norm(pa - s_pos, axis=1)) - 0.3,
+        (0, 2): np.min(np.linalg.norm(pb - s_pos, axis=1)) - 0.35,
+        (1, 2): np.min(np.linalg.norm(pa[:, None] - pb[None, ::10], axis=-1)) - 0.25,
+    }
+    for key, want in sampled.items():
+        k = pairs[key]
+        np.testing.assert_allclose(float(c.dist[k]), want, atol=2e-5)
+    np.testing.assert_allclose(float(c.dist[pairs[(0, 1)]]), gap, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(c.normal), axis=1), 1.0, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "centre, want",
+    [
+        ((0.3, 0.05, 0.0), 0.3 - 0.1 - 0.05),
+        ((0.12, 0.0, 0.0), -(0.05 - 0.02)),
+        ((0.0, 0.02, 0.03), -0.12),
+    ],
+)
+def test_sphere_box_signed_distance(centre, want):
+    # outside a face; overlapping a face; centre inside (depth to the nearest face + r)
+    quat = rot([0.0, 0.0, 1.0], 0.3)
+    r = np.asarray(quat_to_matrix(quat))
+    box = rigid.Body(
+        "box",
+        joint=rigid.FreeJoint(),
+        quat=quat,
+        shape=rigid.Box(jnp.array([0.1, 0.1, 0.1])),
+        density=1.0,
+    )
+    ball = rigid.Body(
+        "ball",
+        joint=rigid.FreeJoint(),
+        pos=r @ np.asarray(centre),
+        shape=rigid.Sphere(0.05),
+        density=1.0,
+    )
+    geoms = [
+        rigid.Geom(rigid.Box(jnp.array([0.1, 0.1, 0.1])), body="box"),
+        rigid.Geom(rigid.Sphere(0.05), body="ball"),
+    ]
+    _, c = contacts_of([box, ball], geoms)
+    np.testing.assert_allclose(float(c.dist[0]), want, atol=1e-12)
+
+
+def test_box_stacked_on_a_box_overlaps_by_the_vertex_depth():
+    a, ga = free_body("a", rigid.Box(HALF), (0.0, 0.0, 0.0))
+    b, gb = free_body(
+        "b", rigid.Box(jnp.array([0.05, 0.05, 0.05])), (0.01, 0.02, 0.149), rot([0, 0, 1], 0.5)
+    )
+    _, c = contacts_of([a, b], [ga, gb])
+    np.testing.assert_allclose(float(c.dist.min()), -0.001, atol=1e-12)
+    low = np.asarray(c.dist) < 0
+    assert low.sum() == 4  # the small box's four bottom corners
+    np.testing.assert_allclose(
+        np.asarray(c.normal)[low], np.tile([0.0, 0.0, 1.0], (4, 1)), atol=1e-12
+    )
+
+
+def test_pair_filtering_follows_mujoco():
+    shape = rigid.Sphere(0.1)
+    bodies = [
+        rigid.Body("a", joint=rigid.FreeJoint(), shape=shape, density=1.0),
+        rigid.Body(
+            "b",
+            parent="a",
+            joint=rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0])),
+            shape=shape,
+            density=1.0,
+        ),
+        rigid.Body(
+            "c",
+            parent="b",
+            joint=rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0])),
+            shape=shape,
+            density=1.0,
+        ),
+        rigid.Body("w", parent="c", shape=shape, density=1.0),  # welded to c
+    ]
+    geoms = [rigid.Geom(rigid.Plane())] + [rigid.Geom(shape, body=n) for n in "abcw"]
+    pairs = lambda **kw: {  # noqa: E731
+        tuple(sorted(mb.geom_body[i] for i in p))
+        for mb in [rigid.MultiBody(bodies, geoms=kw.pop("geoms", geoms), **kw)]
+        for p in mb.pairs
+    }
+    # world–every body; a–c, a–w; not parent–child (a–b, b–c), not within a weld
+    # group (c–w), nor with the parent of a weld group (b–w, w being welded to c)
+    assert pairs() == {(-1, 0), (-1, 1), (-1, 2), (-1, 3), (0, 2), (0, 3)}
+    assert pairs(exclude=[("a", "c"), (None, "b")]) == {(-1, 0), (-1, 2), (-1, 3), (0, 3)}
+    masked = list(geoms)
+    masked[1] = rigid.Geom(shape, body="a", contype=2, conaffinity=2)
+    assert pairs(geoms=masked) == {(-1, 1), (-1, 2), (-1, 3)}
+
+
+def test_unsupported_pairs_and_integrators_raise():
+    b, g = free_body("cyl", rigid.Cylinder(0.1, 0.1), (0.0, 0.0, 0.0))
+    b2, g2 = free_body("ball", rigid.Sphere(0.1), (0.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="Sphere–Cylinder is not supported"):
+        rigid.MultiBody([b, b2], geoms=[g, g2])
+    rigid.MultiBody([b, b2], geoms=[g, g2], exclude=[("cyl", "ball")])  # fine when excluded
+    mb = box_on_plane()
+    y0 = mb.default_state()
+    for integrator in (rigid.RKMK4(), rigid.FreeBodySplitting()):
+        with pytest.raises(ValueError, match="use sciad.rigid.SemiImplicitEuler"):
+            sciad.simulate(mb, y0, dt=1e-3, n_steps=2, integrator=integrator)
+    with pytest.raises(ValueError, match="no smooth vector field"):
+        sciad.simulate(mb, y0, dt=1e-3, n_steps=2, integrator=sciad.RK4())
+    assert isinstance(mb.default_integrator(), rigid.SemiImplicitEuler)
+    with pytest.raises(TypeError, match="no volume or mass"):
+        rigid.Body("p", shape=rigid.Plane(), density=1.0)
+
+
+# ------------------------------------------------------------------ mechanics
+
+
+def discrete_slide(v0, mu, dt, n):
+    """Semi-implicit Euler of a block sliding with deceleration μg: v_{k+1} =
+    max(v_k − μ g dt, 0), x_{k+1} = x_k + dt v_{k+1}."""
+    v, x, xs, vs = v0, 0.0, [], []
+    for _ in range(n):
+        v = max(v - mu * G * dt, 0.0)
+        x += dt * v
+        xs.append(x)
+        vs.append(v)
+    return np.array(xs), np.array(vs)
+
+
+def test_sliding_box_decelerates_at_mu_g_and_stops(sliding_box):
+    q0, v0 = sliding_box.default_state()
+    traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 400)
+    x, vx = np.asarray(traj.ys[0][:, 0]), np.asarray(traj.ys[1][:, 0])
+    vz = np.asarray(traj.ys[1][:, 2])
+    # Coulomb's law, step by step while sliding: the friction impulse is μ times the
+    # normal impulse m (Δv_z + g dt) (which settles to m g dt with the soft contact's
+    # time constant), so Δv_x = −μ (g dt + Δv_z) exactly.
+    np.testing.assert_allclose(
+        np.diff(vx[2:200]), -0.5 * (G * 1e-3 + np.diff(vz[2:200])), rtol=1e-9
+    )
+    np.testing.assert_allclose(np.diff(vx[150:200]), -0.5 * G * 1e-3, rtol=1e-5)
+    # It stops at t = v₀/(μg) (to a step) and where the discrete law puts it.
+    assert abs(np.argmax(vx <= 1e-3) * 1e-3 - 1.0 / (0.5 * G)) <= 2e-3
+    xs, _ = discrete_slide(1.0, 0.5, 1e-3, 400)
+    np.testing.assert_allclose(x[-1], xs[-1], rtol=1e-3)
+    assert np.max(np.abs(vx[220:])) < 1e-4  # at rest (soft stiction: slow creep)
+    z = np.asarray(traj.ys[0][:, 2])
+    # No hopping while sliding (no gliding). Sliding, it sits lower by τ μ² g dt (the
+    # normal reference is corrected with the slip before the step, which exceeds the
+    # slip after it by μ g dt) plus the resting depth (1.96e-6, see the resting test).
+    assert np.all(np.abs(z - 0.1) < 6e-5)
+    np.testing.assert_allclose(0.1 - z[150:190], 0.02 * 0.25 * G * 1e-3 + 1.96e-6, rtol=2e-2)
+    np.testing.assert_allclose(z[-1], 0.1 - 1.96e-6, atol=1e-8)
+    quat = np.asarray(traj.ys[0][:, 3:])
+    np.testing.assert_allclose(np.abs(quat[:, 0]), 1.0, atol=1e-8)  # no tumbling
+
+
+def test_box_on_an_incline_accelerates_at_g_sin_minus_mu_cos():
+    theta, mu = 0.5, 0.3
+    mb = box_on_plane(mu=mu, plane_quat=rot([0.0, 1.0, 0.0], -theta), z=0.12)
+    q0, v0 = mb.default_state()
+    q0 = q0.at[3:].set(rot([0.0, 1.0, 0.0], -theta))  # aligned with the slope
+    traj = run(mb, (q0, v0), 1e-3, 600)
+    v = np.asarray(traj.ys[1][:, :3])
+    down = -np.array([np.cos(theta), 0.0, np.sin(theta)])  # downhill, along the plane
+    normal = np.array([-np.sin(theta), 0.0, np.cos(theta)])
+    dv_down, dv_n = np.diff(v @ down)[50:], np.diff(v @ normal)[50:]
+    # Sliding: Δv_down = g sinθ dt − μ (g cosθ dt + Δv_n), the friction impulse being μ
+    # times the normal impulse; settled, the acceleration is g (sinθ − μ cosθ).
+    dt = 1e-3
+    np.testing.assert_allclose(
+        dv_down, G * np.sin(theta) * dt - mu * (G * np.cos(theta) * dt + dv_n), rtol=1e-8
+    )
+    # and on average (the box rocks a little on its corners as it lands) it
+    # accelerates at g (sinθ − μ cosθ)
+    a = (v[-1] - v[100]) @ down / (dt * (len(v) - 101))
+    np.testing.assert_allclose(a, G * (np.sin(theta) - mu * np.cos(theta)), rtol=1e-2)
+
+
+def test_box_rests_on_a_plane_within_a_millimetre_for_10_seconds(sliding_box):
+    q0, v0 = sliding_box.default_state()
+    q0 = q0.at[2].set(0.1005)  # dropped from 0.5 mm
+    traj = run(sliding_box, (q0, v0), 1e-3, 10_000, every=1000)
+    pos = np.asarray(traj.ys[0][:, :3])
+    assert np.max(np.linalg.norm(pos - pos[0] + np.array([0, 0, 0.0005]), axis=1)) < 1e-3
+    # it settles at the soft contact's equilibrium depth and stays there
+    assert np.max(np.abs(np.diff(pos[1:], axis=0))) < 1e-9
+
+
+def test_stacked_boxes_rest():
+    base, gb = free_body("base", rigid.Box(HALF), (0.0, 0.0, 0.1))
+    top, gt = free_body(
+        "top", rigid.Box(jnp.array([0.05, 0.05, 0.05])), (0.02, 0.01, 0.25), rot([0, 0, 1], 0.4)
+    )
+    mb = rigid.MultiBody([base, top], geoms=[rigid.Geom(rigid.Plane()), gb, gt])
+    q0, v0 = mb.default_state()
+    traj = run(mb, (q0, v0), 1e-3, 2000, every=500)
+    q = np.asarray(traj.ys[0])
+    idx = [0, 1, 2, 7, 8, 9]
+    np.testing.assert_allclose(q[:, idx], np.tile(np.asarray(q0)[idx], (4, 1)), atol=1e-5)
+
+
+def bounce(restitution, softness, dt):
+    body, geom = free_body("ball", rigid.Sphere(0.1), (0.0, 0.0, 1.0), restitution=restitution)
+    mb = rigid.MultiBody(
+        [body],
+        geoms=[rigid.Geom(rigid.Plane()), geom],
+        contact=rigid.ContactModel(softness=softness),
+    )
+    q0, v0 = mb.default_state()
+    return run(mb, (q0, v0), dt, int(round(0.9 / dt)), every=1)
+
+
+@pytest.mark.parametrize("e", [0.5, 0.8])
+def test_bounce_height_follows_restitution(e):
+    traj = bounce(e, 1e-8, 1e-4)
+    z = np.asarray(traj.ys[0][:, 2])
+    first = np.argmax(z < 0.1)
+    apex = z[first:].max() - 0.1
+    # drop height 0.9 → apex e²·0.9 (O(dt) from the step that detects the impact)
+    np.testing.assert_allclose(apex, e**2 * 0.9, rtol=2e-3)
+
+
+def test_softness_softens_the_impact_as_documented():
+    eps, e = 0.1, 0.5
+    traj = bounce(e, eps, 1e-3)
+    vz = np.asarray(traj.ys[1][:, 2])
+    k = np.argmax(vz > 0)  # the impact step
+    # v⁺ = (e − ε)/(1 + ε)·|v⁻| with v⁻ the approach velocity (plus one step of gravity)
+    np.testing.assert_allclose(
+        vz[k], (e - eps) / (1 + eps) * (-vz[k - 1]) - (1 - 0) * 0.0, rtol=2e-2
+    )
+
+
+# ------------------------------------------------------------------ gradients
+
+
+def stop_x(model, vx, n=300, dt=1e-3):
+    q0, v0 = model.default_state()
+    return sciad.simulate(model, (q0, v0.at[0].set(vx)), dt=dt, n_steps=n).y1[0][0]
+
+
+@pytest.mark.slow
+def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
+    """d(final x)/d(initial vx) through a converged contact solve: reverse mode equals
+    forward mode and central differences; the discrete law gives dt × (sliding steps)."""
+    f = jax.jit(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx))
+    rev = jax.jit(jax.grad(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx), argnums=(0, 1)))
+    g = rev(1.0, 0.5)
+    fwd = jax.jvp(lambda vx: f(vx, 0.5), (1.0,), (1.0,))[1]
+    np.testing.assert_allclose(float(g[0]), float(fwd), rtol=1e-12)
+    fd = central_fd(lambda p: f(p[0], p[1]), np.array([1.0, 0.5]), eps=1e-6)
+    np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6)
+    # stop distance ≈ v²/(2μg): d/dv = v/(μg), d/dμ = −x/μ, up to the discretisation
+    np.testing.assert_allclose(float(g[0]), 1.0 / (0.5 * G), rtol=1e-2)
+    np.testing.assert_allclose(float(g[1]), -float(f(1.0, 0.5)) / 0.5, rtol=1e-2)
+
+
+@pytest.mark.slow
+def test_gradients_finite_through_contact_onset_and_separation():
+    """A ball dropped with restitution: the apex after the bounce against the drop
+    height, through onset and separation; reverse = FD where the dynamics is smooth."""
+
+    def apex(h):
+        body, geom = free_body("ball", rigid.Sphere(0.1), (0.0, 0.0, 0.0), restitution=0.7)
+        mb = rigid.MultiBody([body], geoms=[rigid.Geom(rigid.Plane()), geom])
+        q0, v0 = mb.default_state()
+        traj = sciad.simulate(
+            mb, (q0.at[2].set(h), v0), dt=2e-3, n_steps=400, saveat=sciad.SaveAt(steps=1)
+        )
+        return jnp.max(traj.ys[0][200:, 2])
+
+    g = jax.jit(jax.grad(apex))
+    for h in (0.45, 0.5):
+        gh = float(g(h))
+        assert np.isfinite(gh)
+        fd = central_fd(lambda x: jax.jit(apex)(x[0]), np.array([h]), eps=1e-7)[0]
+        np.testing.assert_allclose(gh, fd, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_second_order_through_contacts():
+    """The Hessian of the apex after a bounce with respect to (restitution, drop
+    height): exact second derivatives through the implicit contact solve agree with
+    finite differences of the gradient, and with apex ≈ e² h: ∂²/∂e² ≈ 2h."""
+
+    def apex(p):
+        body, geom = free_body("ball", rigid.Sphere(0.1), (0.0, 0.0, 0.0), restitution=p[0])
+        mb = rigid.MultiBody(
+            [body],
+            geoms=[rigid.Geom(rigid.Plane()), geom],
+            contact=rigid.ContactModel(softness=1e-6),
+        )
+        q0, v0 = mb.default_state()
+        traj = sciad.simulate(
+            mb, (q0.at[2].set(0.1 + p[1]), v0), dt=2e-3, n_steps=220, saveat=sciad.SaveAt(steps=1)
+        )
+        return jnp.max(traj.ys[0][110:, 2])
+
+    p = jnp.array([0.7, 0.2])
+    hess = jax.jit(jax.hessian(apex))(p)
+    grad = jax.jit(jax.grad(apex))
+    fd = np.stack(
+        [central_fd(lambda x, i=i: grad(x)[i], np.asarray(p), eps=1e-6) for i in range(2)]
+    )
+    np.testing.assert_allclose(np.asarray(hess), fd, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(float(hess[0, 0]), 2 * 0.2, rtol=3e-2)
+    np.testing.assert_allclose(float(hess[0, 1]), 2 * 0.7, rtol=3e-2)
+
+
+def test_vmap_over_initial_velocities_matches_a_loop(sliding_box):
+    q0, v0 = sliding_box.default_state()
+    vxs = jnp.array([0.3, 0.8, 1.5])
+    batched = jax.jit(jax.vmap(lambda vx: stop_x(sliding_box, vx, n=200)))(vxs)
+    single = [float(jax.jit(stop_x, static_argnums=2)(sliding_box, vx, 200)) for vx in vxs]
+    np.testing.assert_allclose(np.asarray(batched), single, rtol=1e-13)
+
+
+def test_an_unconverged_solve_is_reported():
+    mb = box_on_plane(max_iterations=1)
+    q0, v0 = mb.default_state()
+    traj = run(mb, (q0.at[2].set(0.09), v0.at[0].set(1.0)), 1e-3, 5, throw=False)
+    assert traj.result == sciad.RESULTS.solver_failed
+    ok = run(box_on_plane(), (q0.at[2].set(0.09), v0.at[0].set(1.0)), 1e-3, 5, throw=False)
+    assert ok.result == sciad.RESULTS.successful
+
+
+# ------------------------------------------------------------------ MuJoCo C
+
+
+def test_sliding_box_against_mujoco(sliding_box):
+    """The same box sliding on a plane in MuJoCo C (elliptic cones): positions agree to
+    0.6 mm over 0.3 s. MuJoCo's contact is softer (its decelation is not exactly μg,
+    and the box sinks 0.1 mm), so the tolerance is the models' difference, not
+    round-off."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = """<mujoco><option timestep="0.001" cone="elliptic"/><worldbody>
+    <geom type="plane" size="5 5 .1" friction="0.5 0 0"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size=".1 .1 .1" density="1000" friction="0 0 0"/></body>
+    </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qvel[0] = 1.0
+    ref = []
+    for _ in range(300):
+        mujoco.mj_step(m, d)
+        ref.append(d.qpos[:3].copy())
+    q0, v0 = sliding_box.default_state()
+    traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 300)
+    np.testing.assert_allclose(np.asarray(traj.ys[0][:, :3]), np.array(ref), atol=6e-4)
