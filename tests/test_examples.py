@@ -89,6 +89,7 @@ def test_notebooks_exist():
     assert {p.name for p in NOTEBOOKS} >= {
         "01_fit_a_pendulum.ipynb",
         "02_md_learn_a_potential.ipynb",
+        "03_rigid_throw_to_target.ipynb",
     }
 
 

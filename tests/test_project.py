@@ -88,6 +88,25 @@ def test_demo_runs_and_recovers_parameters(tmp_path):
     u = float(re.search(r"<U> = (\S+) over", proc.stdout).group(1))
     du = float(re.search(r"d<U>/dε = (\S+) by", proc.stdout).group(1))
     assert 2 * u < du < 0  # ≈ <U>/ε (fixed configurations) plus a smaller response
+    # The rigid part: a box thrown onto the ground lands, slides at μg and stops.
+    land, fall = (
+        float(x)
+        for x in re.search(r"lands at t = (\S+) s \(ballistic (\S+) s\)", proc.stdout).groups()
+    )
+    assert abs(land - fall) <= 2e-3 + 1e-9  # within one 2 ms step
+    assert float(re.search(r"max \|a/μg − 1\| = (\S+) from", proc.stdout).group(1)) < 1e-6
+    slide = re.search(
+        r"v²/\(2μg\) = (\S+) m, discretised .* (\S+) m \(relative difference (\S+)\)", proc.stdout
+    )
+    continuous, discrete, rel = (float(x) for x in slide.groups())
+    assert rel < 1e-5 and 0 < (continuous - discrete) / continuous < 0.01  # O(h) below v²/(2μg)
+    grads = re.search(
+        r"reverse mode (\S+), forward mode (\S+) \(relative difference (\S+);.* = (\S+)\)",
+        proc.stdout,
+    )
+    reverse, forward, rel, model = (float(x) for x in grads.groups())
+    assert rel < 1e-9 and abs(reverse - forward) <= 1e-9 * abs(forward)
+    assert abs(reverse - model) < 0.01 * model  # flight time + slide speed/μg
 
 
 def _public(module):
