@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 import numpy as np
 
-from .._core._batching import lazy_cond
+from .._core._batching import lazy_update
 from .._core._results import RESULTS
 from .._core._types import BoolScalar, Positions
 from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
@@ -559,8 +559,16 @@ def needs_rebuild(nbrs: NeighborList, space: AbstractSpace, positions: Positions
 
     **Example:** `jax.jit(sciad.md.needs_rebuild)(nbrs, space, positions)`
     """
-    dr = jax.vmap(space.displacement)(positions, nbrs.reference)
-    return jnp.any(jnp.sum(dr * dr, axis=-1) > (0.5 * nbrs.skin) ** 2)
+    return max_displacement(space, positions, nbrs.reference) > 0.5 * nbrs.skin
+
+
+def max_displacement(
+    space: AbstractSpace, positions: Positions, reference: Positions
+) -> Float[Array, ""]:
+    """max_i |r_i − r_i^ref|, with minimum-image displacements (length): how far the
+    farthest particle has moved from where a list was built."""
+    dr = jax.vmap(space.displacement)(positions, reference)
+    return jnp.sqrt(jnp.max(jnp.sum(dr * dr, axis=-1)))
 
 
 def update(
@@ -571,10 +579,10 @@ def update(
 ) -> NeighborList:
     """Rebuild the list if [`needs_rebuild`][sciad.md.needs_rebuild], else keep it.
 
-    The build only runs when needed, also under `jax.vmap`: a batch rebuilds (all
-    elements at once) only when some element needs it, and elements that do not keep
-    their list. (A plain `jax.lax.cond` with a batched predicate would become a `select`
-    that builds every step.)
+    The build only runs when needed, also under `jax.vmap`: each batch element
+    rebuilds only when it needs to (a plain `jax.lax.cond` with a batched predicate
+    would become a `select` that builds every step, for every element). No gradient
+    flows through the rebuild (the list is integer data).
     Overflow is sticky until the next rebuild; check `did_overflow` (or `result()`)
     after a run, and make a larger builder if it is set.
 
@@ -598,8 +606,8 @@ def update(
         return (r, sciad.md.update(builder, nbrs, space, r)), None
     ```
     """
-    return lazy_cond(
-        needs_rebuild(nbrs, space, positions), lambda: builder.build(space, positions), lambda: nbrs
+    return lazy_update(
+        needs_rebuild(nbrs, space, positions), builder.build, (space, positions), nbrs
     )
 
 

@@ -12,7 +12,7 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
-from ._neighbors import NeighborListBuilder
+from ._neighbors import max_displacement, NeighborListBuilder
 from ._space import AbstractSpace
 from ._system import MDSystem
 
@@ -143,9 +143,8 @@ class NeighborListIntegrator(AbstractIntegrator):
         (the margin covers the kicks within the step)."""
         drifts = getattr(self.integrator, "drifts", (1.0,))
         reach = 1.5 * sum(abs(a) for a in drifts) * jnp.abs(dt)
-        moved = jax.vmap(space.displacement)(y[0], nbrs.reference)
         step = reach * model.velocity(0.0, y[1])
-        return jnp.sqrt(jnp.max(jnp.sum(moved**2, axis=-1))) + jnp.sqrt(
+        return max_displacement(space, y[0], nbrs.reference) + jnp.sqrt(
             jnp.max(jnp.sum(step**2, axis=-1))
         )
 
@@ -160,8 +159,7 @@ class NeighborListIntegrator(AbstractIntegrator):
         space = _space_of(self.integrator.model_at(model, inner1))
         drifts = getattr(self.integrator, "drifts", (1.0,))
         slack = sum(abs(a) for a in drifts) - abs(sum(drifts))
-        moved = jax.vmap(space.displacement)(y1[0], nbrs.reference)
-        far = jnp.sqrt(jnp.max(jnp.sum(moved**2, axis=-1)))
+        far = max_displacement(space, y1[0], nbrs.reference)
         if slack > 0:
             v = jnp.maximum(model.velocity(0.0, y[1]) ** 2, model.velocity(0.0, y1[1]) ** 2)
             far = far + slack * jnp.abs(dt) * jnp.sqrt(jnp.max(jnp.sum(v, axis=-1)))
