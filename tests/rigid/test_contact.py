@@ -372,18 +372,25 @@ def test_softness_softens_the_impact_as_documented():
 # ------------------------------------------------------------------ gradients
 
 
-def stop_x(model, vx, n=320, dt=1e-3):
+def stop_x(model, vx, n=320, dt=1e-3, adjoint=sciad.CheckpointAdjoint()):
     q0, v0 = model.default_state()
-    return sciad.simulate(model, (q0, v0.at[0].set(vx)), dt=dt, n_steps=n).y1[0][0]
+    y0 = (q0, v0.at[0].set(vx))
+    return sciad.simulate(model, y0, dt=dt, n_steps=n, adjoint=adjoint).y1[0][0]
 
 
 @pytest.mark.slow
 def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
-    """d(final x)/d(initial vx) through a converged contact solve: reverse mode equals
-    forward mode and central differences; the discrete law gives dt × (sliding steps)."""
+    """d(final x)/d(initial vx, μ) through converged contact solves: reverse mode
+    (checkpointed and direct) equals forward mode and central differences; the
+    discrete law gives dt × (sliding steps)."""
     f = jax.jit(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx))
-    rev = jax.jit(jax.grad(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx), argnums=(0, 1)))
-    g = rev(1.0, 0.5)
+
+    def rev(adjoint):
+        loss = lambda vx, mu: stop_x(box_on_plane(mu=mu), vx, adjoint=adjoint)  # noqa: E731
+        return jax.jit(jax.grad(loss, argnums=(0, 1)))(1.0, 0.5)
+
+    g = rev(sciad.CheckpointAdjoint())
+    np.testing.assert_allclose(np.asarray(rev(sciad.DirectAdjoint())), np.asarray(g), rtol=1e-12)
     fwd = jax.jvp(lambda vx: f(vx, 0.5), (1.0,), (1.0,))[1]
     np.testing.assert_allclose(float(g[0]), float(fwd), rtol=1e-12)
     fd = central_fd(lambda p: f(p[0], p[1]), np.array([1.0, 0.5]), eps=1e-6)
