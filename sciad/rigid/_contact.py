@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
 
-from .._core._geometry import cross, quat_normalize, quat_to_matrix
+from .._core._geometry import cross, quat_normalize, quat_to_matrix, safe_norm
 from .._core._types import Anything, FloatScalar
 from .._core._validate import is_concrete
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
@@ -217,10 +217,9 @@ class _Points(NamedTuple):
 
 def _unit(d: Array, fallback: Array) -> tuple[Array, Array]:
     """(|d|, d/|d|), with `fallback` as the direction where d = 0 (finite gradients)."""
-    sq = jnp.sum(d**2, axis=-1, keepdims=True)
-    ok = sq > 0
-    norm = jnp.sqrt(jnp.where(ok, sq, 1.0))
-    return jnp.where(ok, norm, 0.0)[..., 0], jnp.where(ok, d / norm, fallback)
+    ok = jnp.sum(d**2, axis=-1) > 0
+    norm = safe_norm(d, ok)
+    return jnp.where(ok, norm, 0.0), jnp.where(ok[..., None], d / norm[..., None], fallback)
 
 
 def _spheres(ca: Array, ra: Array, cb: Array, rb: Array, fallback: Array) -> _Points:
@@ -555,14 +554,10 @@ class _Problem(NamedTuple):
 def _cone_projection(y: Array, mu: Array) -> Array:
     """Π_K(y) for K = {(n, t): |t| ≤ μ n} (one contact: y (3,), μ scalar)."""
     yn, yt = y[0], y[1:]
-    s2 = jnp.sum(yt**2)
-    pos = s2 > 0
-    s = jnp.sqrt(jnp.where(pos, s2, 1.0))
-    s = jnp.where(pos, s, 0.0)
+    s, direction = _unit(yt, jnp.zeros_like(yt))
     inside = s <= mu * yn
     polar = mu * s <= -yn
     n_star = (yn + mu * s) / (1.0 + mu**2)
-    direction = jnp.where(pos, yt / jnp.where(pos, s, 1.0), 0.0)
     boundary = jnp.concatenate([n_star[None], mu * n_star * direction])
     return jnp.where(inside, y, jnp.where(polar, jnp.zeros_like(y), boundary))
 
@@ -648,9 +643,9 @@ def solve_contacts(
     inv_r: Float[Array, " C"],
     mu: Float[Array, " C"],
     model: ContactModel,
-) -> tuple[Float[Array, " nv"], Array, Float[Array, "C 3"]]:
-    """The post-contact velocity v⁺ (the minimiser of ℓ), whether the solve
-    converged, and the contact impulses γ (C, 3) in the contact frames."""
+) -> tuple[Float[Array, " nv"], Array]:
+    """The post-contact velocity v⁺ (the minimiser of ℓ) and whether the solve
+    converged."""
     p = _Problem(mass, v_free, jac, u_ref, inv_r, mu)
     tol = max(model.tolerance, 100 * float(jnp.finfo(v_free.dtype).eps))
     # With two final steps, the loop stops at √tol: Newton's quadratic convergence
@@ -661,7 +656,7 @@ def solve_contacts(
     )
     v, last = _differentiable_steps(p, v, model.derivative_steps)
     ok = done & (last <= tol * jax.lax.stop_gradient(_scale(p)))
-    return v, ok, _impulses(v, p)
+    return v, ok
 
 
 def contact_terms(
