@@ -57,8 +57,9 @@ def lazy_update(
     """`fn(*args)` where `pred`, else `old`, for a `fn` that is not differentiated.
 
     Without `vmap` this is `lax.cond`. Under `vmap` with a batched `pred`, each batch
-    element runs `fn` only if its own `pred` holds (a `lax.map` of `cond`s): a batch of
-    replicas pays for exactly the rebuilds it needs. No derivative flows through `fn`:
+    element runs `fn` only if its own `pred` holds (a loop over just those elements,
+    each result written in place): a batch of replicas pays for exactly the rebuilds it
+    needs, and nothing on steps where none needs one. No derivative flows through `fn`:
     `args` and `old` are cut with `stop_gradient` (and must not need one).
     """
     args, old = jax.lax.stop_gradient((args, old))
@@ -73,9 +74,15 @@ def lazy_update(
             return x if batched else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
 
         pred, args, old = jax.tree.map(full, (pred, args, old), tuple(in_batched))
-        out = jax.lax.map(
-            lambda e: jax.lax.cond(e[0], lambda: fn(*e[1]), lambda: e[2]), (pred, args, old)
-        )
+        # Visit only the elements that need `fn`, writing each result in place.
+        todo = jnp.nonzero(pred, size=axis_size, fill_value=0)[0]
+
+        def one(k, out):
+            b = todo[k]
+            new = fn(*jax.tree.map(lambda a: a[b], args))
+            return jax.tree.map(lambda o, v: o.at[b].set(v), out, new)
+
+        out = jax.lax.fori_loop(0, jnp.sum(pred, dtype=jnp.int32), one, old)
         return out, jax.tree.map(lambda _: True, out)
 
     return update(pred, args, old)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 import numpy as np
 
+from .._core._rows import pair_difference
 from .._core._types import Anything, FloatScalar, Positions
 from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
 
@@ -365,7 +366,10 @@ def pair_displacements(
     i, j, mask = pairs
     n = positions.shape[0]
     ii, jj = jnp.minimum(i, n - 1), jnp.minimum(j, n - 1)
-    dr = jax.vmap(space.displacement)(positions[ii], positions[jj])
+    # Displacements depend on r_i − r_j only; the difference primitive keeps the
+    # force's scatter-add cheap on CPU and under vmap (see sciad/_core/_rows.py).
+    diff = pair_difference(positions, ii, jj)
+    dr = jax.vmap(space.displacement)(diff, jnp.zeros_like(diff))
     return ii, jj, dr, mask & (i != j)
 
 

@@ -45,7 +45,7 @@ class NeighborListIntegrator(AbstractIntegrator):
     all-pairs forces (tested to 1e-9 with a skin as small as 0.05).
 
     Rebuilds stay lazy under `jax.vmap` too: each replica builds only on the steps where
-    it needs to (a `lax.map` of `cond`s behind a batching rule; `jax.lax.cond` alone
+    it needs to (a loop over just those replicas, behind a batching rule; `jax.lax.cond` alone
     would turn a batched "when needed" into "every step, for every replica"), and the
     rare redo runs only on steps where some replica needs it.
 
