@@ -645,15 +645,17 @@ def solve_contacts(
     model: ContactModel,
 ) -> tuple[Float[Array, " nv"], Array]:
     """The post-contact velocity v⁺ (the minimiser of ℓ) and whether the solve
-    converged."""
+    converged. Newton starts from `v_start` or `v_free`, whichever costs less (warm
+    start, as MuJoCo's: the previous step's solution is usually close)."""
     p = _Problem(mass, v_free, jac, u_ref, inv_r, mu)
+    v_start = jax.lax.stop_gradient(v_start)
+    sp = jax.lax.stop_gradient(p)
+    v_start = jnp.where(_cost(v_start, sp) < _cost(sp.v_free, sp), v_start, sp.v_free)
     tol = max(model.tolerance, 100 * float(jnp.finfo(v_free.dtype).eps))
     # With two final steps, the loop stops at √tol: Newton's quadratic convergence
     # brings the first final step to ~tol and the second to round-off.
     loop_tol = tol**0.5 if model.derivative_steps == 2 else tol
-    v, done = _newton(
-        jax.lax.stop_gradient(p), jax.lax.stop_gradient(v_start), model.max_iterations, loop_tol
-    )
+    v, done = _newton(sp, v_start, model.max_iterations, loop_tol)
     v, last = _differentiable_steps(p, v, model.derivative_steps)
     ok = done & (last <= tol * jax.lax.stop_gradient(_scale(p)))
     return v, ok

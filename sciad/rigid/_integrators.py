@@ -97,7 +97,8 @@ class SemiImplicitEuler(AbstractIntegrator):
         _, jac = mb._contact_jacobian(f, c)
         minv_jn = jax.scipy.linalg.cho_solve(chol, jac[:, 0, :].T)
         u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
-        v, ok = solve_contacts(m, v_free, v_free, jac, u_ref, inv_r, c.friction, mb.contact)
+        # Warm start from the current velocity: the previous step's solution.
+        v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, c.friction, mb.contact)
         return (mb.integrate_positions(q, dt * v), v), state | ~ok
 
     def status(self, state: Anything) -> RESULTS:
