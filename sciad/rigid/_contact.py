@@ -626,12 +626,15 @@ def _differentiable_steps(p: _Problem, v: Array, n: int) -> tuple[Array, Array]:
     implicit-function-theorem derivative −H⁻¹ ∂θ∇ℓ (∇ℓ(v*) = 0); Newton's quadratic
     convergence makes two steps exact to second order (the error is O(|δθ|⁴)). The
     values move by the last steps of the solve. Returns v and the last step's size."""
-    dv = jnp.zeros_like(v)
-    for _ in range(n):
+
+    def step(v, _):
         g, h = _gradient(v, p), _hessian(v, p)
         dv = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(h), g)
-        v = v + dv
-    return v, jax.lax.stop_gradient(jnp.max(jnp.abs(dv)))
+        return v + dv, jnp.max(jnp.abs(dv))
+
+    # A scan, not an unrolled loop: one copy of the step in the compiled program.
+    v, sizes = jax.lax.scan(step, v, None, length=n)
+    return v, jax.lax.stop_gradient(sizes[-1])
 
 
 def solve_contacts(
