@@ -132,6 +132,16 @@ def mib(n: float) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
+def package_version(dist: str) -> str:
+    """The installed version of distribution `dist` (e.g. "jax-md"), or "unknown"."""
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # pragma: no cover - metadata only
+        return "unknown"
+
+
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:

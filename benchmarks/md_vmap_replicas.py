@@ -27,7 +27,7 @@ import argparse
 import dataclasses
 import time
 
-from _common import block, interleaved, machine
+from _common import block, interleaved, machine, package_version
 import _md
 import jax
 import jax.numpy as jnp
@@ -190,7 +190,7 @@ def main() -> None:
     )
     sides = {"sciad": sciad_side(q, p, L, kts, steps)}
     if jax_md is not None:
-        print(f"JAX-MD {_md.jax_md_version()}")
+        print(f"JAX-MD {package_version('jax-md')}")
         sides["JAX-MD"] = jaxmd_side(q, p, L, kts, steps)
     variants = {}
     for name, (vm, loop, _) in sides.items():
