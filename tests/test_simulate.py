@@ -256,3 +256,43 @@ def test_gradient_with_every_step_saved_matches_fd():
     g = jax.grad(f)(1.0)
     fd = (f(1.0 + 1e-6) - f(1.0 - 1e-6)) / 2e-6
     assert np.isclose(g, fd, rtol=1e-7)
+
+
+def test_block_length_divides_the_run_when_it_can():
+    """Blocks of 32 steps, or a divisor of n near 32 (one copy of the step), else 32
+    and a remainder."""
+    from sciad._core._simulate import block_length
+
+    assert [block_length(n) for n in (64, 1000, 195, 300, 97, 5)] == [32, 25, 39, 30, 32, 32]
+
+
+@pytest.mark.parametrize(("n_steps", "rate"), [(97, 1.06), (195, 0.6), (1000, 0.2)])
+def test_nonfinite_exact_for_any_block_length(n_steps, rate):
+    """The first bad step is exact whatever the block length: step 97, the remainder
+    of a 97-step run (three blocks of 32 and one step); step 169 in blocks of 39;
+    step 503 in blocks of 25."""
+    model = Blowup(jnp.asarray(rate))
+    ref = _stepwise(model, jnp.array(1.0), 0.01, n_steps, sciad.RK4())
+    first = next(i for i, y in enumerate(ref) if not np.isfinite(y))
+    traj = sciad.simulate(model, jnp.array(1.0), dt=0.01, n_steps=n_steps, throw=False)
+    assert traj.result == sciad.RESULTS.nonfinite_state
+    assert int(traj.stats["first_nonfinite_step"]) == first
+
+
+def test_step_is_traced_once():
+    """`simulate` traces the integrator's step once, whatever the step count: every
+    block, the remainder and the non-finite replay call one jitted step."""
+    for n in (97, 1000):
+        calls = []
+
+        class Counted(sciad.AbstractModel):  # a fresh class: no cached trace
+            rate: jax.Array
+
+            def vector_field(self, t, y, calls=calls):
+                calls.append(None)
+                return -self.rate * y
+
+        model = Counted(jnp.asarray(1.0))
+        jax.make_jaxpr(lambda y, m=model, n=n: sciad.simulate(m, y, dt=0.01, n_steps=n).y1)(Y0)
+        # One call from the state check (an `eval_shape`), four from RK4's one trace.
+        assert len(calls) == 1 + 4

@@ -6,6 +6,7 @@ import math
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 
 from ._types import Anything
 
@@ -62,7 +63,8 @@ class CheckpointAdjoint(AbstractAdjoint):
     The run is split into chunks of about n^((levels-1)/levels) units; only the
     chunk boundaries are stored, and each chunk is recomputed (recursively) during
     the backward pass. Reverse mode costs about `levels` forward passes. The unit
-    is a block of 32 steps (the non-finite check's granularity), so with the default
+    is a block of about 32 steps (the non-finite check's granularity; a divisor of
+    the step count near 32 where there is one), so with the default
     `levels=2`, 100,000 steps are 3,125 blocks in chunks of 56 blocks: a gradient
     through 100,000 velocity-Verlet steps of a 1,000-dimensional chain needs 15 MiB
     instead of `DirectAdjoint`'s 763 MiB (measured; docs/benchmarks.md). Built on
@@ -94,12 +96,22 @@ def _checkpointed(body: Callable, carry: Carry, length: int, levels: int) -> Car
     if levels == 1 or length <= 2:
         return _scan(body, carry, length)
     chunk = max(1, math.ceil(length ** ((levels - 1) / levels)))
-    n_chunks, rem = divmod(length, chunk)
+    n_chunks = -(-length // chunk)
+    if n_chunks * chunk == length:
+        run = body
+    else:
+        # The last chunk is padded and its extra units skipped by a `cond` on a
+        # counter, rather than run as a shorter chunk: one copy of `body` in the
+        # compiled program, not two. The counter is not batched under `vmap`, so the
+        # `cond` stays a branch (it is not turned into a select of both sides).
+        carry = (carry, jnp.asarray(0, jnp.int32))
 
-    def run_chunk(c, n=chunk):
-        return _checkpointed(body, c, n, levels - 1)
+        def run(ci):
+            c, i = ci
+            return jax.lax.cond(i < length, body, lambda c: c, c), i + 1
+
+    def run_chunk(c):
+        return _checkpointed(run, c, chunk, levels - 1)
 
     carry = _scan(jax.checkpoint(run_chunk, prevent_cse=False), carry, n_chunks)
-    if rem:
-        carry = jax.checkpoint(lambda c: run_chunk(c, rem), prevent_cse=False)(carry)
-    return carry
+    return carry if run is body else carry[0]

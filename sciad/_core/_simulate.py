@@ -251,10 +251,22 @@ def _all_finite(y: State) -> Anything:
     return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(y)]))
 
 
-# Non-finite states are looked for once per block of this many steps (a reduction
-# every step costs as much as a cheap step), and the exact first bad step is found
-# by replaying the one block after the last finite snapshot.
+# Non-finite states are looked for once per block of about this many steps (a
+# reduction every step costs as much as a cheap step), and the exact first bad step
+# is found by replaying the one block after the last finite snapshot.
 CHECK_EVERY = 32
+
+
+def block_length(n: int) -> int:
+    """The steps per check block for a run of `n` steps: CHECK_EVERY, or the divisor
+    of `n` nearest to it within [CHECK_EVERY/2, 2 CHECK_EVERY], so that the run is
+    whole blocks and the step is compiled once (a remainder is a second copy of the
+    step in the compiled program: about a second of compile time for a contact step).
+    Falls back to CHECK_EVERY (and a remainder) when no such divisor exists."""
+    if n % CHECK_EVERY == 0:
+        return CHECK_EVERY
+    near = sorted(range(CHECK_EVERY // 2, 2 * CHECK_EVERY + 1), key=lambda b: abs(b - CHECK_EVERY))
+    return next((b for b in near if n % b == 0), CHECK_EVERY)
 
 
 @eqx.filter_jit
@@ -266,7 +278,7 @@ def _run(
 
     def step(c):
         y, s, t, k = c
-        y, s = integrator.step(model, t, dt, y, s)
+        y, s = _one_step(integrator, model, t, dt, y, s)
         return y, s, t + dt, k
 
     def count(c, n):
@@ -297,8 +309,9 @@ def _run(
         return run
 
     def steps(x, length, stepper):
-        nb, rem = divmod(length, CHECK_EVERY)
-        x = loop(checked(stepper, CHECK_EVERY), x, nb)
+        block = block_length(length)
+        nb, rem = divmod(length, block)
+        x = loop(checked(stepper, block), x, nb)
         return checked(stepper, rem)(x) if rem else x
 
     def plain_step(cr):
@@ -383,13 +396,20 @@ def _run(
     (y1, istate, t1, k), good, bad = x
     first_bad = jax.lax.cond(
         bad,
-        lambda g: _first_bad_step(lambda c: count(step(c), 1), g, min(CHECK_EVERY, n_run)),
+        lambda g: _first_bad_step(lambda c: count(step(c), 1), g, min(2 * CHECK_EVERY, n_run)),
         _none,
         good,
     )
     result = RESULTS.where(bad, RESULTS.nonfinite_state, integrator.status(istate))
     stats = {"num_steps": k, "first_nonfinite_step": first_bad}
     return Trajectory(ts, ys, t1, y1, istate, result, stats)
+
+
+@eqx.filter_jit
+def _one_step(integrator, model, t, dt, y, s):
+    """One step, jitted so that it is traced once: every place `_run` takes a step
+    (the blocks, a remainder, the non-finite replay) reuses the one traced jaxpr."""
+    return integrator.step(model, t, dt, y, s)
 
 
 def _none(good: Anything) -> Anything:
