@@ -337,16 +337,66 @@ def _sphere_box(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(phi, n, pa[None] + n * (sa.radius + 0.5 * phi)[:, None])
 
 
+# An edge–edge axis must beat the best face axis by this factor to be chosen (as in
+# ODE's box–box test): face contacts are preferred where the two are close.
+_EDGE_PREFERENCE = 0.99
+
+
+def _box_edges(ra: Array, pa: Array, ha: Array, rb: Array, pb: Array, hb: Array) -> _Points:
+    """The edge–edge contact of two boxes by the separating-axis test (one point).
+
+    The 15 candidate axes are the six face normals and the nine cross products
+    aᵢ × bⱼ of the boxes' edge directions; along a unit axis L (oriented from a to b)
+    the boxes overlap by r_a + r_b − L·(p_b − p_a), with r = Σₖ hₖ |L·eₖ|. When an
+    edge axis overlaps least (by the margin `_EDGE_PREFERENCE`), the contact is
+    between the two edges that lie deepest along it: depth the overlap, normal L,
+    point midway between their closest points. Otherwise the face–vertex points
+    carry the contact and this candidate is inactive: its distance is the
+    separation along the best axis if the boxes are apart, plus the sum of their
+    half extents (a positive placeholder). Parallel edge pairs (|aᵢ × bⱼ| ≈ 0) are
+    skipped."""
+    d = pb - pa
+    axes = cross(ra.T[:, None, :], rb.T[None, :, :]).reshape(9, 3)  # (i, j) ↦ aᵢ × bⱼ
+    ok = jnp.sum(axes**2, axis=-1) > 1e-12
+    _, unit = _unit(jnp.where(ok[:, None], axes, ra.T[np.arange(9) // 3]), ra.T[0])
+    unit = unit * jnp.where(unit @ d >= 0, 1.0, -1.0)[:, None]
+
+    def overlap(axis: Array) -> Array:  # axis (K, 3), unit, oriented a → b
+        return jnp.abs(axis @ ra) @ ha + jnp.abs(axis @ rb) @ hb - jnp.abs(axis @ d)
+
+    edge = jnp.where(ok, overlap(unit), jnp.inf)
+    face = overlap(jnp.concatenate([ra.T, rb.T]))
+    k = jnp.argmin(edge)
+    best_face = jnp.min(face)
+    chosen = edge[k] < best_face - (1 - _EDGE_PREFERENCE) * jnp.abs(best_face)
+    n = unit[k]
+    i, j = k // 3, k % 3
+    # The edges deepest along n: a's toward b, b's toward a.
+    sa = jnp.where(n @ ra >= 0, 1.0, -1.0) * ha
+    sb = jnp.where(n @ rb >= 0, 1.0, -1.0) * hb
+    ea, eb = ra[:, i], rb[:, j]
+    ca = pa + ra @ sa - sa[i] * ea
+    cb = pb - rb @ sb + sb[j] * eb
+    qa, qb = _segments_closest(ca - ha[i] * ea, ca + ha[i] * ea, cb - hb[j] * eb, cb + hb[j] * eb)
+    finite_edge = jnp.where(chosen, edge[k], 0.0)  # edge[k] = inf if every pair is parallel
+    apart = jnp.maximum(-jnp.minimum(edge[k], best_face), 0.0)
+    dist = jnp.where(chosen, -finite_edge, apart + jnp.sum(ha) + jnp.sum(hb))
+    return _Points(dist[None], n[None], (0.5 * (qa + qb))[None])
+
+
 def _box_box(sa, ra, pa, sb, rb, pb) -> _Points:
-    """Each box's corners against the other box (16 points): face–vertex contacts.
-    Edge–edge contacts are not detected (documented)."""
+    """Each box's corners against the other box (16 points, face–vertex contacts),
+    and the separating-axis edge–edge contact (one point, `_box_edges`)."""
     cb = _box_corners(rb, pb, sb.half_extents)
     phi_b, n_b = _point_box(cb, ra, pa, sa.half_extents)  # outward of a: a → b
     ca = _box_corners(ra, pa, sa.half_extents)
     phi_a, n_a = _point_box(ca, rb, pb, sb.half_extents)  # outward of b: b → a
-    phi = jnp.concatenate([phi_b, phi_a])
-    n = jnp.concatenate([n_b, -n_a])
-    pts = jnp.concatenate([cb - 0.5 * phi_b[:, None] * n_b, ca + 0.5 * phi_a[:, None] * n_a])
+    edge = _box_edges(ra, pa, sa.half_extents, rb, pb, sb.half_extents)
+    phi = jnp.concatenate([phi_b, phi_a, edge.dist])
+    n = jnp.concatenate([n_b, -n_a, edge.normal])
+    pts = jnp.concatenate(
+        [cb - 0.5 * phi_b[:, None] * n_b, ca + 0.5 * phi_a[:, None] * n_a, edge.point]
+    )
     return _Points(phi, n, pts)
 
 
@@ -361,7 +411,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Sphere, Capsule): (_sphere_capsule, 1),
     (Capsule, Capsule): (_capsule_capsule, 1),
     (Sphere, Box): (_sphere_box, 1),
-    (Box, Box): (_box_box, 16),
+    (Box, Box): (_box_box, 17),
 }
 
 
