@@ -255,17 +255,19 @@ def _all_finite(y: State) -> Anything:
 # reduction every step costs as much as a cheap step), and the exact first bad step
 # is found by replaying the one block after the last finite snapshot.
 CHECK_EVERY = 32
+# The longest block `block_length` picks: the non-finite replay covers this many steps.
+MAX_BLOCK = 2 * CHECK_EVERY
 
 
 def block_length(n: int) -> int:
     """The steps per check block for a run of `n` steps: CHECK_EVERY, or the divisor
-    of `n` nearest to it within [CHECK_EVERY/2, 2 CHECK_EVERY], so that the run is
+    of `n` nearest to it within [CHECK_EVERY/2, MAX_BLOCK], so that the run is
     whole blocks and the step is compiled once (a remainder is a second copy of the
     step in the compiled program: about a second of compile time for a contact step).
     Falls back to CHECK_EVERY (and a remainder) when no such divisor exists."""
     if n % CHECK_EVERY == 0:
         return CHECK_EVERY
-    near = sorted(range(CHECK_EVERY // 2, 2 * CHECK_EVERY + 1), key=lambda b: abs(b - CHECK_EVERY))
+    near = sorted(range(CHECK_EVERY // 2, MAX_BLOCK + 1), key=lambda b: abs(b - CHECK_EVERY))
     return next((b for b in near if n % b == 0), CHECK_EVERY)
 
 
@@ -396,7 +398,7 @@ def _run(
     (y1, istate, t1, k), good, bad = x
     first_bad = jax.lax.cond(
         bad,
-        lambda g: _first_bad_step(lambda c: count(step(c), 1), g, min(2 * CHECK_EVERY, n_run)),
+        lambda g: _first_bad_step(lambda c: count(step(c), 1), g, min(MAX_BLOCK, n_run)),
         _none,
         good,
     )
