@@ -603,37 +603,62 @@ class _Problem(NamedTuple):
 
 
 def _cone_projection(y: Array, mu: Array) -> Array:
-    """Π_K(y) for K = {(n, t): |t| ≤ μ n} (one contact: y (3,), μ scalar)."""
-    yn, yt = y[0], y[1:]
+    """Π_K(y) for K = {(n, t): ‖t‖ ≤ μ n}, per contact: y (..., 3), μ (...)."""
+    yn, yt = y[..., 0], y[..., 1:]
     s, direction = _unit(yt, jnp.zeros_like(yt))
     inside = s <= mu * yn
     polar = mu * s <= -yn
     n_star = (yn + mu * s) / (1.0 + mu**2)
-    boundary = jnp.concatenate([n_star[None], mu * n_star * direction])
-    return jnp.where(inside, y, jnp.where(polar, jnp.zeros_like(y), boundary))
+    boundary = jnp.concatenate([n_star[..., None], (mu * n_star)[..., None] * direction], -1)
+    return jnp.where(inside[..., None], y, jnp.where(polar[..., None], 0.0, boundary))
 
 
-def _impulses(v: Array, p: _Problem) -> Array:
+def _cone_jacobian(y: Array, mu: Array) -> Array:
+    """∂Π_K/∂y (..., 3, 3): the identity inside K, zero in its polar cone, and on the
+    boundary, where Π_K(y) = n* (1, μ t̂) with n* = (n + μ‖t‖)/(1 + μ²),
+    u uᵀ/(1 + μ²) + (μ n*/‖t‖) (0 ⊕ (I − t̂ t̂ᵀ)) with u = (1, μ t̂)."""
+    yn, yt = y[..., 0], y[..., 1:]
+    s, direction = _unit(yt, jnp.zeros_like(yt))
+    inside = s <= mu * yn
+    polar = mu * s <= -yn
+    n_star = (yn + mu * s) / (1.0 + mu**2)
+    u = jnp.concatenate([jnp.ones_like(yn)[..., None], mu[..., None] * direction], -1)
+    # ‖t‖ > 0 on the boundary; elsewhere 1, so that the unused branch stays finite.
+    curvature = mu * n_star / jnp.where(inside | polar, 1.0, s)
+    eye2 = jnp.broadcast_to(jnp.eye(2, dtype=y.dtype), yt.shape + (2,))
+    across = (
+        jnp.zeros(y.shape + (3,), y.dtype)
+        .at[..., 1:, 1:]
+        .set(eye2 - direction[..., :, None] * direction[..., None, :])
+    )
+    boundary = u[..., :, None] * u[..., None, :] / (1.0 + mu**2)[..., None, None]
+    boundary = boundary + curvature[..., None, None] * across
+    eye = jnp.broadcast_to(jnp.eye(3, dtype=y.dtype), boundary.shape)
+    return jnp.where(inside[..., None, None], eye, jnp.where(polar[..., None, None], 0.0, boundary))
+
+
+def _gradient(v: Array, p: _Problem) -> tuple[Array, Array, Array]:
+    """∇ℓ(v) = M (v − v_free) − Jᵀ γ, with y = û − J v and Π_K(y) (γ = Π_K(y)/R)."""
     y = p.u_ref - jnp.einsum("cij,j->ci", p.jac, v)
-    return p.inv_r[:, None] * jax.vmap(_cone_projection)(y, p.mu)
+    proj = _cone_projection(y, p.mu)
+    g = p.mass @ (v - p.v_free) - jnp.einsum("cij,ci->j", p.jac, p.inv_r[:, None] * proj)
+    return g, y, proj
 
 
 def _cost(v: Array, p: _Problem) -> Array:
     dv = v - p.v_free
-    y = p.u_ref - jnp.einsum("cij,j->ci", p.jac, v)
-    proj = jax.vmap(_cone_projection)(y, p.mu)
+    proj = _gradient(v, p)[2]
     return 0.5 * dv @ (p.mass @ dv) + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
 
 
-def _gradient(v: Array, p: _Problem) -> Array:
-    return p.mass @ (v - p.v_free) - jnp.einsum("cij,ci->j", p.jac, _impulses(v, p))
-
-
-def _hessian(v: Array, p: _Problem) -> Array:
-    y = p.u_ref - jnp.einsum("cij,j->ci", p.jac, v)
-    d_proj = jax.vmap(jax.jacfwd(_cone_projection))(y, p.mu)  # (C, 3, 3)
-    g = p.inv_r[:, None, None] * d_proj
-    return p.mass + jnp.einsum("cji,cjk,ckl->il", p.jac, g, p.jac)
+def _newton_step(v: Array, p: _Problem) -> tuple[Array, Array, Array, Array, Array]:
+    """The full Newton step at v, dv = −H⁻¹∇ℓ with H = M + Jᵀ (∂Π_K/R) J, and the
+    Hessian's (upper) Cholesky factor, ∇ℓ(v), y and Π_K(y)."""
+    g, y, proj = _gradient(v, p)
+    curv = p.inv_r[:, None, None] * _cone_jacobian(y, p.mu)
+    h = p.mass + jnp.einsum("cji,cjk,ckl->il", p.jac, curv, p.jac)
+    factor = jax.scipy.linalg.cho_factor(h)[0]
+    return -jax.scipy.linalg.cho_solve((factor, False), g), factor, g, y, proj
 
 
 _STEPS = 2.0 ** -np.arange(12)  # backtracking line-search step lengths
@@ -646,7 +671,9 @@ def _scale(p: _Problem) -> Array:
 def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Array, Array]:
     """Minimise ℓ by Newton's method with a backtracking (Armijo) line search, until a
     full Newton step is below `tol` (relative). Returns the iterate after that step and
-    whether the test was met."""
+    whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
+    aᵀMa, aᵀM dv, dvᵀM dv (a = v − v_free) and y − α J dv: one product with J for all
+    trial lengths α."""
     scale = _scale(p)
     alphas = jnp.asarray(_STEPS, v0.dtype)
 
@@ -656,13 +683,19 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
 
     def body(carry):
         v, it, _ = carry
-        g = _gradient(v, p)
-        h = _hessian(v, p)
-        dv = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(h), g)
-        f0 = _cost(v, p)
-        slope = g @ dv
-        trial = jax.vmap(lambda a: _cost(v + a * dv, p))(alphas)
-        ok = trial <= f0 + 1e-4 * alphas * slope
+        dv, _, g, y, proj = _newton_step(v, p)
+        a = v - p.v_free
+        ma, md = p.mass @ a, p.mass @ dv
+        f0 = 0.5 * a @ ma + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
+        w = jnp.einsum("cij,j->ci", p.jac, dv)
+        trial_proj = _cone_projection(y[None] - alphas[:, None, None] * w[None], p.mu[None])
+        trial = (
+            0.5 * a @ ma
+            + alphas * (a @ md)
+            + 0.5 * alphas**2 * (dv @ md)
+            + 0.5 * jnp.sum(p.inv_r[None] * jnp.sum(trial_proj**2, axis=-1), axis=-1)
+        )
+        ok = trial <= f0 + 1e-4 * alphas * (g @ dv)
         k = jnp.where(jnp.any(ok), jnp.argmax(ok), jnp.argmin(trial))
         done = jnp.max(jnp.abs(dv)) <= tol * scale
         return v + alphas[k] * dv, it + 1, done
@@ -681,15 +714,13 @@ def _differentiable_steps(p: _Problem, v: Array, n: int) -> tuple[Array, Array, 
     taken with the last step's Hessian (the error left in v)."""
 
     def step(v, _):
-        g, h = _gradient(v, p), _hessian(v, p)
-        factor = jax.scipy.linalg.cho_factor(h)
-        dv = -jax.scipy.linalg.cho_solve(factor, g)
-        return v + dv, (jnp.max(jnp.abs(dv)), factor[0])
+        dv, factor = _newton_step(v, p)[:2]
+        return v + dv, (jnp.max(jnp.abs(dv)), factor)
 
     # A scan, not an unrolled loop: one copy of the step in the compiled program.
     v, (sizes, factors) = jax.lax.scan(step, v, None, length=n)
     sp, v_end, factor = jax.lax.stop_gradient((p, v, factors[-1]))
-    left = jax.scipy.linalg.cho_solve((factor, False), _gradient(v_end, sp))
+    left = jax.scipy.linalg.cho_solve((factor, False), _gradient(v_end, sp)[0])
     return v, jax.lax.stop_gradient(sizes[-1]), jnp.max(jnp.abs(left))
 
 
