@@ -24,12 +24,18 @@ Run:  /work/bench-venv/bin/python benchmarks/rigid_steps.py          (with the a
 """
 
 import argparse
+import os
 
-from _common import interleaved
-import _rigid
-import jax
-import jax.numpy as jnp
-import numpy as np
+# jaxlib 0.10.1's concurrency-optimised CPU scheduler deadlocks on the ant at batch
+# 1,024 (sciad and MJX alike, 0% CPU after compiling): it is off for every JAX engine.
+SCHEDULER_OFF = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {SCHEDULER_OFF}".strip()
+
+from _common import interleaved  # noqa: E402
+import _rigid  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 
 
 def run_scene(name: str, batch: int, steps: int, args, anchors) -> dict:
