@@ -132,6 +132,37 @@ def test_vmap_each_element_reports_its_own_result():
     assert steps[1] == -1 and 0 < steps[0] < steps[2]
 
 
+class Tally:
+    """A host-side counter, hashable by identity (a static field of a model)."""
+
+    count = 0
+
+
+class CountedDecay(sciad.AbstractModel):
+    """dy/dt = −y, counting its evaluations through a host callback."""
+
+    tally: Tally = eqx.field(static=True)
+
+    def vector_field(self, t, y):
+        def add():
+            self.tally.count += 1
+
+        jax.debug.callback(add)
+        return -y
+
+
+def test_vmapped_healthy_run_does_not_replay_a_block():
+    """Under vmap the non-finite replay runs only if some world went non-finite: 100
+    RK4 steps of a healthy batch cost 100 × 4 batched evaluations (the callback has no
+    batched operand, so it runs once per batched evaluation). A plain cond on the
+    batched flag also replayed a block of 64 steps: 656 evaluations."""
+    model = CountedDecay(Tally())
+    run = jax.jit(jax.vmap(lambda y0: sciad.simulate(model, y0, dt=0.01, n_steps=100).y1))
+    y1 = run(jnp.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(np.asarray(y1), np.exp(-1.0) * np.array([1.0, 2.0, 3.0]), rtol=1e-9)
+    assert model.tally.count == 100 * 4
+
+
 def test_max_steps_reached():
     traj = sciad.simulate(
         PENDULUM,
