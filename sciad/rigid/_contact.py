@@ -715,13 +715,13 @@ def _differentiable_steps(p: _Problem, v: Array, n: int) -> tuple[Array, Array, 
 
     def step(v, _):
         dv, factor = _newton_step(v, p)[:2]
-        return v + dv, (jnp.max(jnp.abs(dv)), factor)
+        return v + dv, jax.lax.stop_gradient((jnp.max(jnp.abs(dv)), factor))
 
     # A scan, not an unrolled loop: one copy of the step in the compiled program.
     v, (sizes, factors) = jax.lax.scan(step, v, None, length=n)
-    sp, v_end, factor = jax.lax.stop_gradient((p, v, factors[-1]))
-    left = jax.scipy.linalg.cho_solve((factor, False), _gradient(v_end, sp)[0])
-    return v, jax.lax.stop_gradient(sizes[-1]), jnp.max(jnp.abs(left))
+    sp, v_end = jax.lax.stop_gradient((p, v))
+    left = jax.scipy.linalg.cho_solve((factors[-1], False), _gradient(v_end, sp)[0])
+    return v, sizes[-1], jnp.max(jnp.abs(left))
 
 
 def solve_contacts(
