@@ -602,39 +602,50 @@ class _Problem(NamedTuple):
     mu: Array  # (C,)
 
 
-def _cone_projection(y: Array, mu: Array) -> Array:
-    """Π_K(y) for K = {(n, t): ‖t‖ ≤ μ n}, per contact: y (..., 3), μ (...)."""
+class _Cone(NamedTuple):
+    """Where y lies relative to K = {(n, t): ‖t‖ ≤ μ n}, per contact."""
+
+    tangent_norm: Array  # ‖t‖
+    direction: Array  # t̂ (0 where t = 0)
+    inside: Array  # y ∈ K: Π_K(y) = y
+    polar: Array  # y in the polar cone: Π_K(y) = 0
+    n_star: Array  # Π_K(y)'s normal part on the boundary, (n + μ‖t‖)/(1 + μ²)
+
+
+def _cone(y: Array, mu: Array) -> _Cone:
     yn, yt = y[..., 0], y[..., 1:]
     s, direction = _unit(yt, jnp.zeros_like(yt))
-    inside = s <= mu * yn
-    polar = mu * s <= -yn
-    n_star = (yn + mu * s) / (1.0 + mu**2)
-    boundary = jnp.concatenate([n_star[..., None], (mu * n_star)[..., None] * direction], -1)
-    return jnp.where(inside[..., None], y, jnp.where(polar[..., None], 0.0, boundary))
+    return _Cone(s, direction, s <= mu * yn, mu * s <= -yn, (yn + mu * s) / (1.0 + mu**2))
+
+
+def _cone_projection(y: Array, mu: Array) -> Array:
+    """Π_K(y) for K = {(n, t): ‖t‖ ≤ μ n}, per contact: y (..., 3), μ (...)."""
+    c = _cone(y, mu)
+    boundary = jnp.concatenate([c.n_star[..., None], (mu * c.n_star)[..., None] * c.direction], -1)
+    return jnp.where(c.inside[..., None], y, jnp.where(c.polar[..., None], 0.0, boundary))
 
 
 def _cone_jacobian(y: Array, mu: Array) -> Array:
     """∂Π_K/∂y (..., 3, 3): the identity inside K, zero in its polar cone, and on the
     boundary, where Π_K(y) = n* (1, μ t̂) with n* = (n + μ‖t‖)/(1 + μ²),
     u uᵀ/(1 + μ²) + (μ n*/‖t‖) (0 ⊕ (I − t̂ t̂ᵀ)) with u = (1, μ t̂)."""
-    yn, yt = y[..., 0], y[..., 1:]
-    s, direction = _unit(yt, jnp.zeros_like(yt))
-    inside = s <= mu * yn
-    polar = mu * s <= -yn
-    n_star = (yn + mu * s) / (1.0 + mu**2)
-    u = jnp.concatenate([jnp.ones_like(yn)[..., None], mu[..., None] * direction], -1)
+    c = _cone(y, mu)
+    d = c.direction
+    u = jnp.concatenate([jnp.ones_like(c.n_star)[..., None], mu[..., None] * d], -1)
     # ‖t‖ > 0 on the boundary; elsewhere 1, so that the unused branch stays finite.
-    curvature = mu * n_star / jnp.where(inside | polar, 1.0, s)
-    eye2 = jnp.broadcast_to(jnp.eye(2, dtype=y.dtype), yt.shape + (2,))
+    curvature = mu * c.n_star / jnp.where(c.inside | c.polar, 1.0, c.tangent_norm)
+    eye2 = jnp.broadcast_to(jnp.eye(2, dtype=y.dtype), d.shape + (2,))
     across = (
         jnp.zeros(y.shape + (3,), y.dtype)
         .at[..., 1:, 1:]
-        .set(eye2 - direction[..., :, None] * direction[..., None, :])
+        .set(eye2 - d[..., :, None] * d[..., None, :])
     )
     boundary = u[..., :, None] * u[..., None, :] / (1.0 + mu**2)[..., None, None]
     boundary = boundary + curvature[..., None, None] * across
     eye = jnp.broadcast_to(jnp.eye(3, dtype=y.dtype), boundary.shape)
-    return jnp.where(inside[..., None, None], eye, jnp.where(polar[..., None, None], 0.0, boundary))
+    return jnp.where(
+        c.inside[..., None, None], eye, jnp.where(c.polar[..., None, None], 0.0, boundary)
+    )
 
 
 def _gradient(v: Array, p: _Problem) -> tuple[Array, Array, Array]:
@@ -647,7 +658,7 @@ def _gradient(v: Array, p: _Problem) -> tuple[Array, Array, Array]:
 
 def _cost(v: Array, p: _Problem) -> Array:
     dv = v - p.v_free
-    proj = _gradient(v, p)[2]
+    proj = _cone_projection(p.u_ref - jnp.einsum("cij,j->ci", p.jac, v), p.mu)
     return 0.5 * dv @ (p.mass @ dv) + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
 
 
