@@ -2,6 +2,7 @@
 solve (a convex, regularised Coulomb problem, differentiated implicitly)."""
 
 from collections.abc import Callable, Sequence
+import functools
 from typing import NamedTuple
 
 import equinox as eqx
@@ -132,12 +133,12 @@ class ContactModel(eqx.Module):
     This is the convex formulation of MuJoCo and of Drake's SAP (Todorov 2014; Castro
     et al. 2022), at the velocity level. Newton's method with a backtracking line
     search converges in a few iterations (ℓ is piecewise quadratic, strongly convex).
-    The iterations are not differentiated: the solution's derivatives come from
-    Newton steps taken at the converged minimiser with the problem data live. One
-    such step has exactly the implicit-function-theorem derivative −H⁻¹ ∂θ∇ℓ
-    (∇ℓ = 0 there); two are exact to second order (Newton converges quadratically).
-    So reverse mode, forward mode and every second-order combination (Hessians,
-    Hessian-vector products, `grad` of `grad`) are exact for the converged solve.
+    The iterations are not differentiated: the solution is differentiated implicitly,
+    dv⁺ = −H⁻¹ ∂θ∇ℓ · dθ at the minimiser (∇ℓ = 0 there; H the Hessian of ℓ), by a
+    custom JVP rule that is itself differentiable. So reverse mode, forward mode and
+    every second-order combination (Hessians, Hessian-vector products, `grad` of
+    `grad`) are exact for the converged solve, and a gradient costs one extra
+    Hessian factorisation per step, whatever the number of iterations.
 
     The convex model alone would lift a sliding contact off at normal speed μ|u_t|
     (Anitescu's relaxation); the normal reference is lowered by μ|u_t⁻|, the slip
@@ -163,10 +164,9 @@ class ContactModel(eqx.Module):
     - `max_iterations`: Newton iterations before the solve is reported as failed
       (`RESULTS.solver_failed`); default 50.
     - `tolerance`: relative velocity tolerance of the solve, default 1e-10 (raised to
-      100 × the machine epsilon in float32): the solve has converged when the Newton
-      step that would follow the last one is below `tolerance` × max(|v_free|, 1).
-    - `derivative_steps`: 2 (default; exact first and second derivatives) or 1
-      (exact first derivatives, one Hessian factorisation less per step).
+      100 × the machine epsilon in float32): the solve has converged when the full
+      Newton step at the current iterate (its error) is below `tolerance` ×
+      max(|v_free|, 1); that step is then taken.
 
     References: Todorov, ICRA 2014, "Convex and analytically-invertible dynamics with
     contacts and constraints"; Castro, Permenter & Han, IEEE T-RO 39 (2023),
@@ -180,7 +180,6 @@ class ContactModel(eqx.Module):
     time_constant: FloatScalar = eqx.field(default=0.02, converter=jnp.asarray)
     max_iterations: int = eqx.field(default=50, static=True)
     tolerance: float = eqx.field(default=1e-10, static=True)
-    derivative_steps: int = eqx.field(default=2, static=True)
 
     def __check_init__(self):
         for name in ("softness", "time_constant"):
@@ -193,10 +192,6 @@ class ContactModel(eqx.Module):
             raise ValueError(
                 f"ContactModel max_iterations must be a positive integer; got "
                 f"{self.max_iterations!r}."
-            )
-        if self.derivative_steps not in (1, 2):
-            raise ValueError(
-                f"ContactModel derivative_steps must be 1 or 2; got {self.derivative_steps!r}."
             )
         if not self.tolerance > 0:
             raise ValueError(f"ContactModel tolerance must be positive; got {self.tolerance}.")
@@ -679,22 +674,23 @@ def _scale(p: _Problem) -> Array:
     return jnp.maximum(jnp.max(jnp.abs(p.v_free)), 1.0)
 
 
-def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Array, Array]:
-    """Minimise ℓ by Newton's method with a backtracking (Armijo) line search, until a
-    full Newton step is below `tol` (relative). Returns the iterate after that step and
-    whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
+def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Array, ...]:
+    """Minimise ℓ by Newton's method with a backtracking (Armijo) line search, until the
+    full Newton step at the iterate (its error) is below `tol` (relative). Returns the
+    iterate after that full step, the Cholesky factor of the Hessian it was taken with,
+    and whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
     aᵀMa, aᵀM dv, dvᵀM dv (a = v − v_free) and y − α J dv: one product with J for all
     trial lengths α."""
     scale = _scale(p)
     alphas = jnp.asarray(_STEPS, v0.dtype)
 
     def cond(carry):
-        _, it, done = carry
+        _, _, it, done = carry
         return (~done) & (it < max_iterations)
 
     def body(carry):
-        v, it, _ = carry
-        dv, _, g, y, proj = _newton_step(v, p)
+        v, _, it, _ = carry
+        dv, factor, g, y, proj = _newton_step(v, p)
         a = v - p.v_free
         ma, md = p.mass @ a, p.mass @ dv
         f0 = 0.5 * a @ ma + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
@@ -707,32 +703,42 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
             + 0.5 * jnp.sum(p.inv_r[None] * jnp.sum(trial_proj**2, axis=-1), axis=-1)
         )
         ok = trial <= f0 + 1e-4 * alphas * (g @ dv)
-        k = jnp.where(jnp.any(ok), jnp.argmax(ok), jnp.argmin(trial))
         done = jnp.max(jnp.abs(dv)) <= tol * scale
-        return v + alphas[k] * dv, it + 1, done
+        # Converged: take the full step (the line search's test is round-off there).
+        k = jnp.where(done, 0, jnp.where(jnp.any(ok), jnp.argmax(ok), jnp.argmin(trial)))
+        return v + alphas[k] * dv, factor, it + 1, done
 
-    v, it, done = jax.lax.while_loop(cond, body, (v0, jnp.asarray(0), jnp.asarray(False)))
+    nv = v0.shape[-1]
+    init = (v0, jnp.zeros((nv, nv), v0.dtype), jnp.asarray(0), jnp.asarray(False))
+    v, factor, _, done = jax.lax.while_loop(cond, body, init)
+    return v, factor, done
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3))
+def _solve(p: _Problem, v_start: Array, max_iterations: int, tol: float) -> tuple[Array, Array]:
+    """The minimiser v* of ℓ and whether Newton converged, differentiated implicitly
+    (the rule below). The iterations run on data without derivatives; the value ends
+    with one more Newton step, taken with the last step's factor and the data live. It
+    moves v by O(tol²), and its first derivative is the implicit one. That matters
+    inside a `lax.scan` (a simulation): reverse mode's first pass computes the value by
+    this body, not the rule, so reverse over reverse differentiates the body; without
+    the step its second derivatives would be silently wrong (tested)."""
+    sp = jax.lax.stop_gradient(p)
+    v, factor, done = _newton(sp, v_start, max_iterations, tol)
+    v = v - jax.scipy.linalg.cho_solve((factor, False), _gradient(v, p)[0])
     return v, done
 
 
-def _differentiable_steps(p: _Problem, v: Array, n: int) -> tuple[Array, Array, Array]:
-    """`n` Newton steps from the converged v*, with the problem's data live: the
-    derivatives of the solve. At a minimiser one step's derivative is exactly the
-    implicit-function-theorem derivative −H⁻¹ ∂θ∇ℓ (∇ℓ(v*) = 0); Newton's quadratic
-    convergence makes two steps exact to second order (the error is O(|δθ|⁴)). The
-    values move by the last steps of the solve. Returns v, the last step's size (the
-    error of the point the last step started from) and the size of the step after it,
-    taken with the last step's Hessian (the error left in v)."""
-
-    def step(v, _):
-        dv, factor = _newton_step(v, p)[:2]
-        return v + dv, jax.lax.stop_gradient((jnp.max(jnp.abs(dv)), factor))
-
-    # A scan, not an unrolled loop: one copy of the step in the compiled program.
-    v, (sizes, factors) = jax.lax.scan(step, v, None, length=n)
-    sp, v_end = jax.lax.stop_gradient((p, v))
-    left = jax.scipy.linalg.cho_solve((factors[-1], False), _gradient(v_end, sp)[0])
-    return v, sizes[-1], jnp.max(jnp.abs(left))
+@_solve.defjvp
+def _solve_jvp(max_iterations, tol, primals, tangents):
+    # At the minimiser ∇ℓ(v*; θ) = 0, so dv* = −H⁻¹ ∂θ∇ℓ · dθ (implicit function
+    # theorem), with H factored afresh at v*. The rule calls `_solve` for v*, so
+    # differentiating the rule again differentiates v* implicitly too.
+    p, v_start = primals
+    v, ok = _solve(p, v_start, max_iterations, tol)
+    dg = jax.jvp(lambda q: _gradient(v, q)[0], (p,), (tangents[0],))[1]
+    dv = -jax.scipy.linalg.cho_solve((_newton_step(v, p)[1], False), dg)
+    return (v, ok), (dv, np.zeros(jnp.shape(ok), jax.dtypes.float0))
 
 
 def solve_contacts(
@@ -753,19 +759,7 @@ def solve_contacts(
     sp = jax.lax.stop_gradient(p)
     v_start = jnp.where(_cost(v_start, sp) < _cost(sp.v_free, sp), v_start, sp.v_free)
     tol = max(model.tolerance, 100 * float(jnp.finfo(v_free.dtype).eps))
-    # With two final steps, the loop stops at √tol: Newton's quadratic convergence
-    # brings the first final step to ~tol and the second to round-off.
-    loop_tol = tol**0.5 if model.derivative_steps == 2 else tol
-    v, done = _newton(sp, v_start, model.max_iterations, loop_tol)
-    v, last, left = _differentiable_steps(p, v, model.derivative_steps)
-    # Converged: the error left in v is below tol, and the last (differentiated) step
-    # started within √tol of v*, so its derivative is the implicit one to O(√tol).
-    # Testing the last step's own size against tol instead fails solves that converged
-    # to round-off whenever Newton's quadratic constant is large (a contact crossing
-    # its friction cone's edge in the last steps).
-    scale = jax.lax.stop_gradient(_scale(p))
-    ok = done & (left <= tol * scale) & (last <= tol**0.5 * scale)
-    return v, ok
+    return _solve(p, v_start, model.max_iterations, tol)
 
 
 def contact_terms(

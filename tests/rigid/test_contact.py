@@ -553,6 +553,69 @@ def test_second_order_through_contacts():
     assert float(hess[0, 1]) == 0.0
 
 
+def test_contact_solve_derivatives_in_every_mode():
+    """The solve's implicit derivatives at the problem level: dv⁺/dθ for θ = (v_free,
+    the normal reference velocities, μ) on a problem with a sticking, a sliding and a
+    separating contact. Forward and reverse mode equal central differences; the second
+    derivatives by forward over reverse (the custom JVP rule differentiated), reverse
+    over reverse (the solve's body differentiated: JAX inlines it in the first reverse
+    pass) and forward over forward all equal central differences of the Jacobian."""
+    from sciad.rigid._contact import solve_contacts
+
+    # Three contacts on three nearly independent blocks of dofs, so that at y = û − J v
+    # the first lies inside its cone, the second beyond its boundary (sliding) and the
+    # third in its polar cone (separating), with margins that finite differences keep.
+    rng = np.random.default_rng(3)
+    nv, nc = 9, 3
+    a = 0.1 * rng.normal(size=(nv, nv))
+    mass = jnp.asarray(np.eye(nv) + a @ a.T)
+    jac_np = np.eye(nv).reshape(nc, 3, nv) + 0.05 * rng.normal(size=(nc, 3, nv))
+    jac, inv_r = jnp.asarray(jac_np), jnp.asarray([10.0, 10.0, 10.0])
+    w = np.array([[1.0, 0.3, 0.2], [1.0, 2.0, 1.0], [-1.0, 0.3, 0.1]])  # û − J v_free
+    v_free0 = np.linalg.lstsq(jac_np[:, 1:].reshape(-1, nv), -w[:, 1:].ravel(), rcond=None)[0]
+    un0 = w[:, 0] + jac_np[:, 0] @ v_free0
+    theta0 = np.concatenate([v_free0, un0, [0.9, 0.2, 0.5]])
+    model = rigid.ContactModel()
+
+    def solve(theta):  # in a scan, as in a simulation (where JAX treats rules differently)
+        def step(v, _):
+            v_free, un, mu = theta[:nv], theta[nv : nv + nc], theta[nv + nc :]
+            u_ref = jnp.stack([un, jnp.zeros(nc), jnp.zeros(nc)], axis=-1)
+            return solve_contacts(mass, v_free, v, jac, u_ref, inv_r, mu, model)[0], None
+
+        return jax.lax.scan(step, theta[:nv], None, length=1)[0]
+
+    u0 = np.stack([un0, 0 * un0, 0 * un0], -1)
+    y = u0 - np.einsum("cij,j->ci", jac_np, np.asarray(solve(jnp.asarray(theta0))))
+    t, yn, mu = np.linalg.norm(y[:, 1:], axis=1), y[:, 0], theta0[nv + nc :]
+    assert t[0] < mu[0] * yn[0] - 0.01  # inside K
+    assert t[1] > mu[1] * yn[1] + 0.01 and mu[1] * t[1] > -yn[1] + 0.01  # on its boundary
+    assert mu[2] * t[2] < -yn[2] - 0.01  # in the polar cone
+
+    def fd_jacobian(f, eps):  # central differences, column by column
+        cols = []
+        for i in range(theta0.size):
+            e = np.zeros_like(theta0)
+            e[i] = eps
+            cols.append((np.asarray(f(theta0 + e)) - np.asarray(f(theta0 - e))) / (2 * eps))
+        return np.stack(cols, axis=-1)
+
+    x = jnp.asarray(theta0)
+    jf, jr = jax.jit(jax.jacfwd(solve))(x), jax.jit(jax.jacrev(solve))(x)
+    np.testing.assert_allclose(
+        np.asarray(jf), fd_jacobian(jax.jit(solve), 1e-6), rtol=1e-6, atol=1e-9
+    )
+    np.testing.assert_allclose(np.asarray(jr), np.asarray(jf), rtol=1e-12, atol=1e-14)
+    f_k = lambda th: solve(th)[1]  # noqa: E731
+    fd2 = fd_jacobian(jax.jit(jax.grad(f_k)), 1e-5)
+    for h in (
+        jax.jacfwd(jax.grad(f_k)),  # forward over reverse: the rule differentiated
+        jax.jacrev(jax.grad(f_k)),  # reverse over reverse: the solve's body differentiated
+        jax.jacfwd(jax.jacfwd(f_k)),
+    ):
+        np.testing.assert_allclose(np.asarray(jax.jit(h)(x)), fd2, rtol=1e-5, atol=1e-8)
+
+
 def test_vmap_over_initial_velocities_matches_a_loop(sliding_box):
     q0, v0 = sliding_box.default_state()
     vxs = jnp.array([0.3, 0.8, 1.5])
