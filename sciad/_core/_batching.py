@@ -4,7 +4,9 @@
 for every batch element. For rare, expensive branches (a neighbour-list rebuild) that
 turns "when needed" into "every step, for every replica". `lazy_cond` asks instead
 whether *any* batch element needs the branch, runs it (batched) only then, and selects
-per element.
+per element. Likewise a `while_loop` under `vmap` iterates the whole batch until its
+slowest element is done; `compacting_while` lets the few elements still running go on
+as a smaller batch.
 """
 
 from collections.abc import Callable
@@ -86,3 +88,69 @@ def lazy_update(
         return out, jax.tree.map(lambda _: True, out)
 
     return update(pred, args, old)
+
+
+def compacting_while(
+    cond_fn: Callable[[Anything, Anything], Anything],
+    body_fn: Callable[[Anything, Anything], Anything],
+    data: Anything,
+    init: Anything,
+    fraction: int = 4,
+) -> Anything:
+    """`lax.while_loop(lambda c: cond_fn(data, c), lambda c: body_fn(data, c), init)`,
+    whose batched form does not make every element pay for the slowest one.
+
+    Under `vmap`, a `while_loop` runs its body on the whole batch until the last element
+    is done. Here the whole batch iterates only while more than a `1/fraction` of it is
+    still running; the elements left are then gathered into a sub-batch of that size,
+    which iterates alone until each is done, and scattered back. Each element's result
+    is the same as the unbatched loop's. `data` is read-only; neither it nor `init` may
+    need derivatives (they are cut with `stop_gradient`).
+    """
+    data, init = jax.lax.stop_gradient((data, init))
+
+    @custom_vmap
+    def loop(data, init):
+        return jax.lax.while_loop(lambda c: cond_fn(data, c), lambda c: body_fn(data, c), init)
+
+    @loop.def_vmap
+    def _rule(axis_size, in_batched, data, init):
+        def full(x, batched):
+            return x if batched else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
+
+        data, carry = jax.tree.map(full, (data, init), tuple(in_batched))
+        running = jax.vmap(cond_fn)
+        step = jax.vmap(body_fn)
+
+        def advance(d, c, active):
+            new = step(d, c)
+            return jax.tree.map(
+                lambda n, o: jnp.where(active.reshape((-1,) + (1,) * (n.ndim - 1)), n, o),
+                new,
+                c,
+            )
+
+        size = max(1, axis_size // fraction)
+        # The whole batch, while more than `size` elements run.
+        carry = jax.lax.while_loop(
+            lambda c: jnp.sum(running(data, c)) > size,
+            lambda c: advance(data, c, running(data, c)),
+            carry,
+        )
+        # The rest, gathered (index `axis_size` marks an empty slot: dropped on return).
+        active = running(data, carry)
+        idx = jnp.nonzero(active, size=size, fill_value=axis_size)[0]
+        valid = idx < axis_size
+        take = jnp.where(valid, idx, 0)
+        sub_data, sub = jax.tree.map(lambda x: x[take], (data, carry))
+
+        def sub_running(c):
+            return running(sub_data, c) & valid
+
+        sub = jax.lax.while_loop(
+            lambda c: jnp.any(sub_running(c)), lambda c: advance(sub_data, c, sub_running(c)), sub
+        )
+        carry = jax.tree.map(lambda x, s: x.at[idx].set(s, mode="drop"), carry, sub)
+        return carry, jax.tree.map(lambda _: True, carry)
+
+    return loop(data, init)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
 
+from .._core._batching import compacting_while
 from .._core._geometry import cross, quat_normalize, quat_to_matrix, safe_norm
 from .._core._types import Anything, FloatScalar
 from .._core._validate import is_concrete
@@ -681,15 +682,14 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
     and whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
     aᵀMa, aᵀM dv, dvᵀM dv (a = v − v_free) and y − α J dv: one product with J for all
     trial lengths α."""
-    scale = _scale(p)
-    alphas = jnp.asarray(_STEPS, v0.dtype)
 
-    def cond(carry):
+    def cond(p, carry):
         _, _, it, done = carry
         return (~done) & (it < max_iterations)
 
-    def body(carry):
+    def body(p, carry):
         v, _, it, _ = carry
+        alphas = jnp.asarray(_STEPS, v.dtype)
         dv, factor, g, y, proj = _newton_step(v, p)
         a = v - p.v_free
         ma, md = p.mass @ a, p.mass @ dv
@@ -703,14 +703,16 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
             + 0.5 * jnp.sum(p.inv_r[None] * jnp.sum(trial_proj**2, axis=-1), axis=-1)
         )
         ok = trial <= f0 + 1e-4 * alphas * (g @ dv)
-        done = jnp.max(jnp.abs(dv)) <= tol * scale
+        done = jnp.max(jnp.abs(dv)) <= tol * _scale(p)
         # Converged: take the full step (the line search's test is round-off there).
         k = jnp.where(done, 0, jnp.where(jnp.any(ok), jnp.argmax(ok), jnp.argmin(trial)))
         return v + alphas[k] * dv, factor, it + 1, done
 
     nv = v0.shape[-1]
     init = (v0, jnp.zeros((nv, nv), v0.dtype), jnp.asarray(0), jnp.asarray(False))
-    v, factor, _, done = jax.lax.while_loop(cond, body, init)
+    # Under vmap the worlds still iterating after most have converged continue as a
+    # smaller batch, instead of the whole batch waiting for the slowest world.
+    v, factor, _, done = compacting_while(cond, body, p, init)
     return v, factor, done
 
 
