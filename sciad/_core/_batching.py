@@ -5,8 +5,8 @@ for every batch element. For rare, expensive branches (a neighbour-list rebuild)
 turns "when needed" into "every step, for every replica". `lazy_cond` asks instead
 whether *any* batch element needs the branch, runs it (batched) only then, and selects
 per element. Likewise a `while_loop` under `vmap` iterates the whole batch until its
-slowest element is done; `compacting_while` lets the few elements still running go on
-as a smaller batch.
+slowest element is done; `compacting_while` advances only elements still running, a
+fixed-size sub-batch at a time.
 """
 
 from collections.abc import Callable
@@ -101,11 +101,14 @@ def compacting_while(
     whose batched form does not make every element pay for the slowest one.
 
     Under `vmap`, a `while_loop` runs its body on the whole batch until the last element
-    is done. Here the whole batch iterates only while more than a `1/fraction` of it is
-    still running; the elements left are then gathered into a sub-batch of that size,
-    which iterates alone until each is done, and scattered back. Each element's result
-    is the same as the unbatched loop's. `data` is read-only; neither it nor `init` may
-    need derivatives (they are cut with `stop_gradient`).
+    is done, so every element pays for the slowest. Here each round gathers the first
+    `batch // fraction` elements still running, advances them one iteration together
+    and scatters them back: the batch's cost is its total number of iterations (over
+    that sub-batch size), not the maximum times the batch size, and the body is
+    compiled once. A batch smaller than 4 × `fraction` iterates whole, as a plain
+    `while_loop`. Each element's result is the same as the unbatched loop's. `data` is
+    read-only; neither it nor `init` may need derivatives (they are cut with
+    `stop_gradient`).
     """
     data, init = jax.lax.stop_gradient((data, init))
 
@@ -130,27 +133,25 @@ def compacting_while(
                 c,
             )
 
-        size = max(1, axis_size // fraction)
-        # The whole batch, while more than `size` elements run.
-        carry = jax.lax.while_loop(
-            lambda c: jnp.sum(running(data, c)) > size,
-            lambda c: advance(data, c, running(data, c)),
-            carry,
-        )
-        # The rest, gathered (index `axis_size` marks an empty slot: dropped on return).
-        active = running(data, carry)
-        idx = jnp.nonzero(active, size=size, fill_value=axis_size)[0]
-        valid = idx < axis_size
-        take = jnp.where(valid, idx, 0)
-        sub_data, sub = jax.tree.map(lambda x: x[take], (data, carry))
+        size = axis_size // fraction
+        if size < 4:  # a small batch: gathering would cost more than it saves
+            return jax.lax.while_loop(
+                lambda c: jnp.any(running(data, c)),
+                lambda c: advance(data, c, running(data, c)),
+                carry,
+            ), jax.tree.map(lambda _: True, carry)
 
-        def sub_running(c):
-            return running(sub_data, c) & valid
+        def one_round(c):
+            # The first `size` elements still running take one step together
+            # (index `axis_size` marks an empty slot: dropped on return).
+            idx = jnp.nonzero(running(data, c), size=size, fill_value=axis_size)[0]
+            valid = idx < axis_size
+            take = jnp.where(valid, idx, 0)
+            sub_data, sub = jax.tree.map(lambda x: x[take], (data, c))
+            sub = advance(sub_data, sub, running(sub_data, sub) & valid)
+            return jax.tree.map(lambda x, s: x.at[idx].set(s, mode="drop"), c, sub)
 
-        sub = jax.lax.while_loop(
-            lambda c: jnp.any(sub_running(c)), lambda c: advance(sub_data, c, sub_running(c)), sub
-        )
-        carry = jax.tree.map(lambda x, s: x.at[idx].set(s, mode="drop"), carry, sub)
+        carry = jax.lax.while_loop(lambda c: jnp.any(running(data, c)), one_round, carry)
         return carry, jax.tree.map(lambda _: True, carry)
 
     return loop(data, init)

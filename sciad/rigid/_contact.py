@@ -710,8 +710,8 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
 
     nv = v0.shape[-1]
     init = (v0, jnp.zeros((nv, nv), v0.dtype), jnp.asarray(0), jnp.asarray(False))
-    # Under vmap the worlds still iterating after most have converged continue as a
-    # smaller batch, instead of the whole batch waiting for the slowest world.
+    # Under vmap only worlds still iterating take Newton steps, a quarter of the batch
+    # at a time, instead of the whole batch waiting for the slowest world.
     v, factor, _, done = compacting_while(cond, body, p, init)
     return v, factor, done
 
