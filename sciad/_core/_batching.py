@@ -23,6 +23,15 @@ def tree_where(pred: Anything, a: Anything, b: Anything) -> Anything:
     return jax.tree.map(lambda x, y: jax.lax.select(pred, x, y), a, b)
 
 
+def _broadcast_unbatched(tree: Anything, in_batched: Anything, axis_size: int) -> Anything:
+    """Give every unbatched leaf of `tree` a leading batch axis (in a `custom_vmap` rule)."""
+    return jax.tree.map(
+        lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x)),
+        tree,
+        in_batched,
+    )
+
+
 @custom_vmap
 def batch_any(pred: Anything) -> Anything:
     """`pred` itself; under `vmap`, whether it holds for any element (unbatched).
@@ -72,10 +81,7 @@ def lazy_update(
 
     @update.def_vmap
     def _rule(axis_size, in_batched, pred, args, old):
-        def full(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
-
-        pred, args, old = jax.tree.map(full, (pred, args, old), tuple(in_batched))
+        pred, args, old = _broadcast_unbatched((pred, args, old), tuple(in_batched), axis_size)
         # Visit only the elements that need `fn`, writing each result in place.
         todo = jnp.nonzero(pred, size=axis_size, fill_value=0)[0]
 
@@ -118,10 +124,7 @@ def compacting_while(
 
     @loop.def_vmap
     def _rule(axis_size, in_batched, data, init):
-        def full(x, batched):
-            return x if batched else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))
-
-        data, carry = jax.tree.map(full, (data, init), tuple(in_batched))
+        data, carry = _broadcast_unbatched((data, init), tuple(in_batched), axis_size)
         running = jax.vmap(cond_fn)
         step = jax.vmap(body_fn)
 
