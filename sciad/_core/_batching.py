@@ -32,6 +32,15 @@ def _broadcast_unbatched(tree: Anything, in_batched: Anything, axis_size: int) -
     )
 
 
+def _first_true(mask: Anything, size: int) -> Anything:
+    """The indices of the first `size` true elements of the 1-D `mask`, ascending, and
+    `len(mask)` in the slots left over: `jnp.nonzero(mask, size=size, fill_value=len(mask))`
+    as one scatter by rank, cheaper to compile than `nonzero`'s binary searches."""
+    n = mask.shape[0]
+    rank = jnp.cumsum(mask) - 1
+    return jnp.full(size, n).at[jnp.where(mask, rank, size)].set(jnp.arange(n), mode="drop")
+
+
 @custom_vmap
 def batch_any(pred: Anything) -> Anything:
     """`pred` itself; under `vmap`, whether it holds for any element (unbatched).
@@ -83,7 +92,7 @@ def lazy_update(
     def _rule(axis_size, in_batched, pred, args, old):
         pred, args, old = _broadcast_unbatched((pred, args, old), tuple(in_batched), axis_size)
         # Visit only the elements that need `fn`, writing each result in place.
-        todo = jnp.nonzero(pred, size=axis_size, fill_value=0)[0]
+        todo = _first_true(pred, axis_size)
 
         def one(k, out):
             b = todo[k]
@@ -147,12 +156,17 @@ def compacting_while(
         def one_round(c):
             # The first `size` elements still running take one step together
             # (index `axis_size` marks an empty slot: dropped on return).
-            idx = jnp.nonzero(running(data, c), size=size, fill_value=axis_size)[0]
+            idx = _first_true(running(data, c), size)
             valid = idx < axis_size
-            take = jnp.where(valid, idx, 0)
-            sub_data, sub = jax.tree.map(lambda x: x[take], (data, c))
+            take = jnp.minimum(idx, axis_size - 1)  # sorted, in bounds
+            sub_data, sub = jax.tree.map(
+                lambda x: x.at[take].get(mode="promise_in_bounds", indices_are_sorted=True),
+                (data, c),
+            )
             sub = advance(sub_data, sub, running(sub_data, sub) & valid)
-            return jax.tree.map(lambda x, s: x.at[idx].set(s, mode="drop"), c, sub)
+            return jax.tree.map(
+                lambda x, s: x.at[idx].set(s, mode="drop", indices_are_sorted=True), c, sub
+            )
 
         carry = jax.lax.while_loop(lambda c: jnp.any(running(data, c)), one_round, carry)
         return carry, jax.tree.map(lambda _: True, carry)
