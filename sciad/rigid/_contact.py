@@ -327,11 +327,91 @@ def _capsule_capsule(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(p.dist[None], p.normal[None], p.point[None])
 
 
-def _sphere_box(sa, ra, pa, sb, rb, pb) -> _Points:
-    phi, n_out = _point_box(pa[None], rb, pb, sb.half_extents)  # n_out: box → sphere
-    phi = phi - sa.radius
+def _spheres_box(centres: Array, radius: Array, rot: Array, pos: Array, half: Array) -> _Points:
+    """Spheres of `radius` at `centres` (K, 3) against a box; normals sphere → box."""
+    phi, n_out = _point_box(centres, rot, pos, half)  # n_out: box → sphere
+    phi = phi - radius
     n = -n_out
-    return _Points(phi, n, pa[None] + n * (sa.radius + 0.5 * phi)[:, None])
+    return _Points(phi, n, centres + n * (radius + 0.5 * phi)[:, None])
+
+
+def _sphere_box(sa, ra, pa, sb, rb, pb) -> _Points:
+    return _spheres_box(pa[None], sa.radius, rb, pb, sb.half_extents)
+
+
+def _box_sdf(local: Array, half: Array) -> Array:
+    """Signed distance of points in a box's frame (..., 3) to the box."""
+    out = jnp.abs(local) - half.reshape((1,) * (local.ndim - 1) + (3,))
+    outside, _ = _unit(jnp.maximum(out, 0.0), jnp.zeros_like(out))
+    return outside + jnp.minimum(jnp.max(out, axis=-1), 0.0)
+
+
+def _segment_box_deepest(x0: Array, d: Array, half: Array) -> Array:
+    """The parameter t ∈ [0, 1] minimising the box's signed distance along the segment
+    x0 + t d (box frame), exactly: the distance is convex along a line, and its
+    minimiser is among the ends, the crossings of the six face planes, the minimiser
+    of the squared distance on each piece between crossings (a quadratic), and, inside
+    the box, the kinks where two faces are equally deep."""
+    tiny = 1e-30
+    safe = jnp.where(jnp.abs(d) > tiny, d, tiny)
+    crossings = jnp.concatenate([(half - x0) / safe, (-half - x0) / safe])  # (6,)
+    knots = jnp.sort(jnp.clip(jnp.concatenate([jnp.asarray([0.0, 1.0], d.dtype), crossings]), 0, 1))
+    # Each piece between knots clamps a fixed set of coordinates: minimise its quadratic.
+    mid = 0.5 * (knots[:-1] + knots[1:])  # (7,)
+    local = x0[None] + mid[:, None] * d[None]
+    target = jnp.clip(local, -half[None], half[None])  # the clamp values on the piece
+    clamped = jnp.abs(local) > half[None]
+    dd = jnp.where(clamped, d[None], 0.0)
+    num = jnp.sum(dd * (target - x0[None]), axis=-1)
+    den = jnp.sum(dd * dd, axis=-1)
+    piece = jnp.clip(num / jnp.where(den > 0, den, 1.0), knots[:-1], knots[1:])
+    # Kinks inside: s_j x_j − h_j = s_k x_k − h_k for the pairs (j, k) and signs.
+    j, k = np.array([0, 0, 1]), np.array([1, 2, 2])
+    sj = np.array([1.0, 1.0, -1.0, -1.0])[:, None]
+    sk = np.array([1.0, -1.0, 1.0, -1.0])[:, None]
+    den = sj * d[j][None] - sk * d[k][None]  # (4 signs, 3 pairs)
+    num = (half[j] - half[k])[None] - sj * x0[j][None] + sk * x0[k][None]
+    kinks = jnp.clip((num / jnp.where(jnp.abs(den) > tiny, den, 1.0)).reshape(12), 0, 1)
+    t = jnp.concatenate([knots, piece, kinks])
+    depth = _box_sdf(x0[None] + t[:, None] * d[None], half)
+    return t[jnp.argmin(depth)]
+
+
+def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Capsule–box (3 points). The segment point deepest in the box, t*, is found
+    exactly (`_segment_box_deepest`); the box feature nearest to it (a face, an edge
+    or a corner) leaves the segment free along its own directions (two, one, none),
+    and the segment is clipped to that feature's extent: [t_lo, t_hi] ∋ t*. The
+    contacts are spheres of the capsule's radius against the box at t_lo and t_hi
+    (a capsule lying on a face or along an edge rests on two points, where it leaves
+    the face or edge), and at t* if it is deeper than both (a capsule pressed into
+    the box); duplicates are inactive."""
+    half = sb.half_extents
+    p0, p1 = _segment(ra, pa, sa.half_length)
+    x0 = (p0 - pb) @ rb
+    d = (p1 - p0) @ rb
+    t_star = _segment_box_deepest(x0, d, half)
+    at = x0 + t_star * d
+    free = jnp.abs(at) <= half  # the nearest feature's directions
+    inside = jnp.all(free)
+    face_axis = jnp.argmin(half - jnp.abs(at))
+    free = jnp.where(inside, jnp.arange(3) != face_axis, free)
+    tiny = 1e-30
+    safe = jnp.where(jnp.abs(d) > tiny, d, tiny)
+    a, b = (-half - x0) / safe, (half - x0) / safe
+    lo = jnp.where(free & (jnp.abs(d) > tiny), jnp.minimum(a, b), 0.0)
+    hi = jnp.where(free & (jnp.abs(d) > tiny), jnp.maximum(a, b), 1.0)
+    none_free = ~jnp.any(free)
+    t_lo = jnp.where(none_free, t_star, jnp.clip(jnp.max(lo), 0.0, t_star))
+    t_hi = jnp.where(none_free, t_star, jnp.clip(jnp.min(hi), t_star, 1.0))
+    t = jnp.stack([t_lo, t_hi, t_star])
+    spheres = _spheres_box(p0[None] + t[:, None] * (p1 - p0)[None], sa.radius, rb, pb, half)
+    scale = jnp.sum(half) + sa.radius
+    duplicate_hi = t_hi - t_lo <= 1e-12
+    shallow_star = spheres.dist[2] >= jnp.minimum(spheres.dist[0], spheres.dist[1]) - 1e-12 * scale
+    off = jnp.stack([jnp.asarray(False), duplicate_hi, shallow_star])
+    placeholder = jnp.abs(spheres.dist) + 2 * scale
+    return _Points(jnp.where(off, placeholder, spheres.dist), spheres.normal, spheres.point)
 
 
 class _Frame(NamedTuple):
@@ -476,6 +556,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Sphere, Capsule): (_sphere_capsule, 1),
     (Capsule, Capsule): (_capsule_capsule, 1),
     (Sphere, Box): (_sphere_box, 1),
+    (Capsule, Box): (_capsule_box, 3),
     (Box, Box): (_box_box, 25),
 }
 

@@ -351,6 +351,95 @@ def test_box_rests_crossed_on_a_box_edge():
     np.testing.assert_allclose(g, central_fd(height, 0.001, eps=1e-7), rtol=1e-5)
 
 
+def test_capsule_box_against_mujoco_and_sampling():
+    """40 random poses, each pair moved together until MuJoCo C reports 3 mm of
+    penetration: the deepest point equals MuJoCo's to 1e-12 and the minimum of the
+    box's signed distance over 200,001 points of the segment (minus the radius) to
+    1e-10; every MuJoCo contact (point, depth, normal) is one of ours to 1e-12."""
+    mujoco = pytest.importorskip("mujoco")
+    from scipy.spatial.transform import Rotation
+
+    hb, r, h = np.array([0.1, 0.15, 0.2]), 0.05, 0.12
+    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>
+    <body name="a"><freejoint/><geom type="capsule" size="{r} {h}"/></body>
+    <body name="b"><freejoint/><geom type="box" size="{hb[0]} {hb[1]} {hb[2]}"/></body>
+    </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    model = rigid.load_mjcf(xml).model
+    contacts = jax.jit(lambda q: model.contacts(q))
+    rng = np.random.default_rng(2)
+
+    def rotation(q):
+        return Rotation.from_quat([q[1], q[2], q[3], q[0]])
+
+    def mujoco_depth(qa, qb, pa):
+        d.qpos[:] = np.concatenate([pa, qa, np.zeros(3), qb])
+        mujoco.mj_forward(m, d)
+        return d.contact.dist[: d.ncon].min() if d.ncon else np.inf
+
+    def sampled_depth(q):
+        t = np.linspace(-1.0, 1.0, 200_001)[:, None]
+        points = q[:3] + t * rotation(q[3:7]).apply([0.0, 0.0, h])
+        out = np.abs(rotation(q[10:]).inv().apply(points - q[7:10])) - hb
+        sdf = np.linalg.norm(np.maximum(out, 0.0), axis=1) + np.minimum(out.max(axis=1), 0.0)
+        return sdf.min() - r
+
+    for _ in range(40):
+        qa, qb = (np.roll(Rotation.random(random_state=rng).as_quat(), 1) for _ in range(2))
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        lo, hi = 0.0, 0.6  # bisect on the separation for 3 mm of MuJoCo penetration
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if mujoco_depth(qa, qb, mid * u) < -0.003 else (lo, mid)
+        mujoco_depth(qa, qb, lo * u)
+        c = contacts(jnp.asarray(d.qpos))
+        dist = np.asarray(c.dist)
+        np.testing.assert_allclose(dist.min(), d.contact.dist[: d.ncon].min(), atol=1e-12)
+        np.testing.assert_allclose(dist.min(), sampled_depth(d.qpos), atol=1e-10)
+        ours = np.c_[np.asarray(c.point), dist, np.asarray(c.normal)][dist < 0]
+        theirs = np.c_[
+            d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], d.contact.frame[: d.ncon, :3]
+        ]
+        for row in theirs:
+            assert np.min(np.max(np.abs(ours - row), axis=1)) < 1e-12
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_capsule_rests_on_a_box(across):
+    """A capsule lying on a box's top face rests on two points: its ends, or, lying
+    across a narrower box, where it crosses the box's edges (the deepest point alone
+    would balance it on one). It neither rotates nor moves over 0.5 s, and the
+    gradient of its pose after being set rocking matches central differences."""
+    half = jnp.array([0.3, 0.06 if across else 0.3, 0.1])
+    base = rigid.Geom(rigid.Box(half))
+    capsule = rigid.Capsule(0.05, 0.2)
+    body, geom = free_body(
+        "cap", capsule, (0.02, 0.0, 0.1 + 0.05 - 1e-4), rot([1, 0, 0], np.pi / 2)
+    )
+    _, c = contacts_of([body], [base, geom])
+    on = np.asarray(c.dist) < 0
+    assert on.sum() == 2
+    ends_y = np.sort(np.asarray(c.point)[on][:, 1])
+    np.testing.assert_allclose(ends_y, [-0.06, 0.06] if across else [-0.2, 0.2], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(c.dist)[on], -1e-4, atol=1e-12)
+    mb = rigid.MultiBody([body], geoms=[base, geom])
+    q0, v0 = mb.default_state()
+    q = np.asarray(run(mb, (q0, v0), 1e-3, 500, every=100).ys[0])
+    np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=1.1e-4)
+    np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-9)
+
+    @jax.jit
+    def pose(wy):
+        y1 = sciad.simulate(mb, (q0, v0.at[4].set(wy)), dt=1e-3, n_steps=64).y1[0]
+        return y1[2] + y1[5]
+
+    g = jax.grad(pose)(0.5)
+    assert np.isfinite(g)
+    np.testing.assert_allclose(g, central_fd(pose, 0.5, eps=1e-6), rtol=1e-6)
+
+
 def test_pair_filtering_follows_mujoco():
     shape = rigid.Sphere(0.1)
     bodies = [
