@@ -339,6 +339,40 @@ def _sphere_box(sa, ra, pa, sb, rb, pb) -> _Points:
     return _spheres_box(pa[None], sa.radius, rb, pb, sb.half_extents)
 
 
+def _sphere_cylinder(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Sphere–cylinder, in closed form. In the cylinder's frame (radial distance ρ,
+    axial z; radius R, half length h): beside the side (|z| ≤ h) the distance is
+    ρ − R along the radial direction, above a cap (ρ ≤ R) |z| − h along the axis,
+    and past the rim the distance to the rim circle; inside, the nearer of the side
+    and the cap. The normal points from the sphere to the cylinder."""
+    local = (pa - pb) @ rb
+    radius, half = sb.radius, sb.half_length
+    rho, radial = _unit(local[:2], jnp.asarray([1.0, 0.0], pa.dtype))
+    z, up = jnp.abs(local[2]), _side(local[2])
+    side, cap = rho - radius, z - half
+    rim = jnp.stack([side, cap])
+    rim_dist, rim_dir = _unit(jnp.maximum(rim, 0.0), jnp.zeros(2, pa.dtype))
+    inside = (side <= 0) & (cap <= 0)
+    toward_side = jnp.where(inside, side >= cap, (cap <= 0))
+    toward_cap = jnp.where(inside, cap > side, side <= 0)
+    dist = jnp.where(
+        inside,
+        jnp.maximum(side, cap),
+        jnp.where(toward_side, side, jnp.where(toward_cap, cap, rim_dist)),
+    )
+    # the outward direction (cylinder → sphere) in the cylinder's frame
+    radial3 = jnp.concatenate([radial, jnp.zeros(1, pa.dtype)])
+    axial3 = jnp.asarray([0.0, 0.0, 1.0], pa.dtype) * up
+    out = jnp.where(
+        toward_side,
+        radial3,
+        jnp.where(toward_cap, axial3, rim_dir[0] * radial3 + rim_dir[1] * axial3),
+    )
+    n = -(rb @ out)
+    phi = dist - sa.radius
+    return _Points(phi[None], n[None], (pa + n * (sa.radius + 0.5 * phi))[None])
+
+
 def _box_sdf(local: Array, half: Array) -> Array:
     """Signed distance of points in a box's frame (..., 3) to the box."""
     out = jnp.abs(local) - half.reshape((1,) * (local.ndim - 1) + (3,))
@@ -557,6 +591,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Capsule, Capsule): (_capsule_capsule, 1),
     (Sphere, Box): (_sphere_box, 1),
     (Capsule, Box): (_capsule_box, 3),
+    (Sphere, Cylinder): (_sphere_cylinder, 1),
     (Box, Box): (_box_box, 25),
 }
 
