@@ -478,7 +478,8 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     rectangle's sides (16). Each candidate is a point x on the incident face; its
     depth is its height (x − c)·n above the reference face (negative: penetrating),
     its contact point midway, x − ½ depth n. Candidates that are not vertices of the
-    patch get `placeholder` (> 0)."""
+    patch, or repeat an earlier one (within 1e-7 of the boxes' size), get
+    `placeholder` (> 0)."""
     n = ref.normal
     signs = jnp.asarray([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], n.dtype)
     x0 = inc.centre[None] + (signs * inc.half[None]) @ inc.axes  # corners, in cycle
@@ -502,6 +503,12 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     xc = x0[edge_of] + t[:, None] * (x1 - x0)[edge_of]
     x = jnp.concatenate([x0, xr, xc])
     valid = jnp.concatenate([corner_ok, ref_ok, cross_ok.reshape(16)])
+    # A vertex found twice (a crossing at a corner: faces whose edges meet or align)
+    # is kept once, so that coincident faces are not twice as stiff.
+    scale2 = jnp.sum(ref.half**2) + jnp.sum(inc.half**2)
+    gap2 = jnp.sum((x[:, None] - x[None]) ** 2, axis=-1)
+    earlier = jnp.tril(jnp.ones((24, 24), bool), -1)
+    valid = valid & ~jnp.any(earlier & valid[None] & (gap2 <= 1e-14 * scale2), axis=1)
     depth = (x - ref.centre[None]) @ n
     point = x - 0.5 * depth[:, None] * n[None]
     return _Points(jnp.where(valid, depth, placeholder), jnp.broadcast_to(n, x.shape), point)
