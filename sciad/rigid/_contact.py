@@ -441,8 +441,9 @@ def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
     t = jnp.stack([t_lo, t_hi, t_star])
     spheres = _spheres_box(p0[None] + t[:, None] * (p1 - p0)[None], sa.radius, rb, pb, half)
     scale = jnp.sum(half) + sa.radius
-    duplicate_hi = t_hi - t_lo <= 1e-12
-    shallow_star = spheres.dist[2] >= jnp.minimum(spheres.dist[0], spheres.dist[1]) - 1e-12 * scale
+    tol = 1e3 * jnp.finfo(d.dtype).eps  # round-off in t and in depths (relative)
+    duplicate_hi = t_hi - t_lo <= tol
+    shallow_star = spheres.dist[2] >= jnp.minimum(spheres.dist[0], spheres.dist[1]) - tol * scale
     off = jnp.stack([jnp.asarray(False), duplicate_hi, shallow_star])
     placeholder = jnp.abs(spheres.dist) + 2 * scale
     return _Points(jnp.where(off, placeholder, spheres.dist), spheres.normal, spheres.point)
@@ -478,7 +479,7 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     rectangle's sides (16). Each candidate is a point x on the incident face; its
     depth is its height (x − c)·n above the reference face (negative: penetrating),
     its contact point midway, x − ½ depth n. Candidates that are not vertices of the
-    patch, or repeat an earlier one (within 1e-7 of the boxes' size), get
+    patch, or repeat an earlier one (within 1e-7 of the boxes' size; 1e-5 in float32), get
     `placeholder` (> 0)."""
     n = ref.normal
     signs = jnp.asarray([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], n.dtype)
@@ -508,7 +509,8 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     scale2 = jnp.sum(ref.half**2) + jnp.sum(inc.half**2)
     gap2 = jnp.sum((x[:, None] - x[None]) ** 2, axis=-1)
     earlier = jnp.tril(jnp.ones((24, 24), bool), -1)
-    valid = valid & ~jnp.any(earlier & valid[None] & (gap2 <= 1e-14 * scale2), axis=1)
+    same = (1e-14 if n.dtype == jnp.float64 else 1e-10) * scale2  # MuJoCo's tolerances
+    valid = valid & ~jnp.any(earlier & valid[None] & (gap2 <= same), axis=1)
     depth = (x - ref.centre[None]) @ n
     point = x - 0.5 * depth[:, None] * n[None]
     return _Points(jnp.where(valid, depth, placeholder), jnp.broadcast_to(n, x.shape), point)

@@ -518,10 +518,10 @@ UNSUPPORTED = {
     ),
     "unsupported shape pair": (
         _world(
-            '<geom name="block" type="box" size="1 1 1"/><body name="b" pos="0 0 2">'
+            '<geom name="drum" type="cylinder" size="1 1"/><body name="b" pos="0 0 2">'
             '<freejoint/><geom name="pill" type="capsule" size="0.1 0.2"/></body>'
         ),
-        r"geom 'pill' \(Capsule on body 'b'\) against geom 'block'.*not supported",
+        r"geom 'pill' \(Capsule on body 'b'\) against geom 'drum'.*not supported",
     ),
     "joint stiffness": (
         _world('<body name="b"><joint name="spring" stiffness="10"/><geom size="0.1"/></body>'),
