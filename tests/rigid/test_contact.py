@@ -293,7 +293,7 @@ def test_a_tower_of_equal_cubes_matches_mujoco_and_rests():
     """Three equal cubes stacked face to face on a plane: every face of a pair
     coincides, so each corner is found twice by the clipping (a crossing at a
     corner); it is kept once, as in MuJoCo, whose 12 contacts (point, depth, normal)
-    these equal to 1e-12. The tower stands still for 2 s."""
+    these equal to 1e-12. The tower stands still for 1 s."""
     mujoco = pytest.importorskip("mujoco")
     xml = """<mujoco><worldbody><geom type="plane" size="1 1 0.1"/>
     <body name="a" pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
@@ -313,7 +313,7 @@ def test_a_tower_of_equal_cubes_matches_mujoco_and_rests():
     close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
     assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
     q0, v0 = model.default_state()
-    q = np.asarray(run(model, (q0, v0), 1e-3, 2000, every=500).ys[0])
+    q = np.asarray(run(model, (q0, v0), 1e-3, 1000, every=250).ys[0])
     np.testing.assert_allclose(q, np.tile(np.asarray(q0), (4, 1)), atol=1e-4)
     np.testing.assert_allclose(q[1:], np.tile(q[-1], (3, 1)), atol=1e-9)
 
@@ -490,8 +490,9 @@ def test_sphere_cylinder_against_mujoco():
 def test_capsule_rests_on_a_box(across):
     """A capsule lying on a box's top face rests on two points: its ends, or, lying
     across a narrower box, where it crosses the box's edges (the deepest point alone
-    would balance it on one). It neither rotates nor moves over 0.5 s, and the
-    gradient of its pose after being set rocking matches central differences."""
+    would balance it on one). It neither rotates nor moves over 0.5 s, and (across
+    the box) the gradient of its pose after being set rocking matches central
+    differences."""
     half = jnp.array([0.3, 0.06 if across else 0.3, 0.1])
     base = rigid.Geom(rigid.Box(half))
     capsule = rigid.Capsule(0.05, 0.2)
@@ -509,6 +510,8 @@ def test_capsule_rests_on_a_box(across):
     q = np.asarray(run(mb, (q0, v0), 1e-3, 500, every=100).ys[0])
     np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=1.1e-4)
     np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-9)
+    if not across:
+        return  # one gradient check (a compile of grad ∘ simulate) is enough
 
     @jax.jit
     def pose(wy):
