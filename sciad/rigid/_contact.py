@@ -249,16 +249,20 @@ def _box_corners(rot: Array, pos: Array, half: Array) -> Array:
 def _point_box(p: Array, rot: Array, pos: Array, half: Array) -> tuple[Array, Array]:
     """Signed distance of points p (K, 3) to a box, and the outward unit normal (the
     direction to the point outside; the nearest face's normal inside)."""
-    local = (p - pos[None]) @ rot
+    phi, n_local = _local_point_box((p - pos[None]) @ rot, half)
+    return phi, n_local @ rot.T
+
+
+def _local_point_box(local: Array, half: Array) -> tuple[Array, Array]:
+    """`_point_box` for points (K, 3) in the box's frame; the normal in that frame."""
     clamped = jnp.clip(local, -half[None], half[None])
     outside_dist, outside_n = _unit(local - clamped, jnp.zeros_like(local))
     depth = half[None] - jnp.abs(local)  # (K, 3), all positive inside
     k = jnp.argmin(depth, axis=-1)
-    face = jax.nn.one_hot(k, 3, dtype=p.dtype) * jnp.where(local >= 0, 1.0, -1.0)
+    face = jax.nn.one_hot(k, 3, dtype=local.dtype) * jnp.where(local >= 0, 1.0, -1.0)
     inside = jnp.all(depth > 0, axis=-1)
     phi = jnp.where(inside, -jnp.min(depth, axis=-1), outside_dist)
-    n_local = jnp.where(inside[:, None], face, outside_n)
-    return phi, n_local @ rot.T
+    return phi, jnp.where(inside[:, None], face, outside_n)
 
 
 def _closest_on_segment(p: Array, a0: Array, a1: Array) -> Array:
@@ -373,23 +377,16 @@ def _sphere_cylinder(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(phi[None], n[None], (pa + n * (sa.radius + 0.5 * phi))[None])
 
 
-def _box_sdf(local: Array, half: Array) -> Array:
-    """Signed distance of points in a box's frame (..., 3) to the box."""
-    out = jnp.abs(local) - half.reshape((1,) * (local.ndim - 1) + (3,))
-    outside, _ = _unit(jnp.maximum(out, 0.0), jnp.zeros_like(out))
-    return outside + jnp.minimum(jnp.max(out, axis=-1), 0.0)
-
-
-def _segment_box_deepest(x0: Array, d: Array, half: Array) -> Array:
+def _segment_box_deepest(x0: Array, d: Array, half: Array, crossings: Array) -> Array:
     """The parameter t ∈ [0, 1] minimising the box's signed distance along the segment
     x0 + t d (box frame), exactly: the distance is convex along a line, and its
     minimiser is among the ends, the crossings of the six face planes, the minimiser
     of the squared distance on each piece between crossings (a quadratic), and, inside
-    the box, the kinks where two faces are equally deep."""
-    tiny = 1e-30
-    safe = jnp.where(jnp.abs(d) > tiny, d, tiny)
-    crossings = jnp.concatenate([(half - x0) / safe, (-half - x0) / safe])  # (6,)
-    knots = jnp.sort(jnp.clip(jnp.concatenate([jnp.asarray([0.0, 1.0], d.dtype), crossings]), 0, 1))
+    the box, the kinks where two faces are equally deep. `crossings` (2, 3): the t at
+    which each coordinate reaches −half and +half."""
+    knots = jnp.sort(
+        jnp.clip(jnp.concatenate([jnp.asarray([0.0, 1.0], d.dtype), crossings.reshape(6)]), 0, 1)
+    )
     # Each piece between knots clamps a fixed set of coordinates: minimise its quadratic.
     mid = 0.5 * (knots[:-1] + knots[1:])  # (7,)
     local = x0[None] + mid[:, None] * d[None]
@@ -405,9 +402,9 @@ def _segment_box_deepest(x0: Array, d: Array, half: Array) -> Array:
     sk = np.array([1.0, -1.0, 1.0, -1.0])[:, None]
     den = sj * d[j][None] - sk * d[k][None]  # (4 signs, 3 pairs)
     num = (half[j] - half[k])[None] - sj * x0[j][None] + sk * x0[k][None]
-    kinks = jnp.clip((num / jnp.where(jnp.abs(den) > tiny, den, 1.0)).reshape(12), 0, 1)
+    kinks = jnp.clip((num / jnp.where(jnp.abs(den) > 1e-30, den, 1.0)).reshape(12), 0, 1)
     t = jnp.concatenate([knots, piece, kinks])
-    depth = _box_sdf(x0[None] + t[:, None] * d[None], half)
+    depth = _local_point_box(x0[None] + t[:, None] * d[None], half)[0]
     return t[jnp.argmin(depth)]
 
 
@@ -424,17 +421,18 @@ def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
     p0, p1 = _segment(ra, pa, sa.half_length)
     x0 = (p0 - pb) @ rb
     d = (p1 - p0) @ rb
-    t_star = _segment_box_deepest(x0, d, half)
+    tiny = 1e-30
+    moving = jnp.abs(d) > tiny
+    safe = jnp.where(moving, d, tiny)
+    a, b = (-half - x0) / safe, (half - x0) / safe  # where each coordinate meets ∓half
+    t_star = _segment_box_deepest(x0, d, half, jnp.stack([a, b]))
     at = x0 + t_star * d
     free = jnp.abs(at) <= half  # the nearest feature's directions
     inside = jnp.all(free)
     face_axis = jnp.argmin(half - jnp.abs(at))
     free = jnp.where(inside, jnp.arange(3) != face_axis, free)
-    tiny = 1e-30
-    safe = jnp.where(jnp.abs(d) > tiny, d, tiny)
-    a, b = (-half - x0) / safe, (half - x0) / safe
-    lo = jnp.where(free & (jnp.abs(d) > tiny), jnp.minimum(a, b), 0.0)
-    hi = jnp.where(free & (jnp.abs(d) > tiny), jnp.maximum(a, b), 1.0)
+    lo = jnp.where(free & moving, jnp.minimum(a, b), 0.0)
+    hi = jnp.where(free & moving, jnp.maximum(a, b), 1.0)
     none_free = ~jnp.any(free)
     t_lo = jnp.where(none_free, t_star, jnp.clip(jnp.max(lo), 0.0, t_star))
     t_hi = jnp.where(none_free, t_star, jnp.clip(jnp.min(hi), t_star, 1.0))
