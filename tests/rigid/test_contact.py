@@ -223,6 +223,45 @@ def test_crossed_box_edges_touch_at_the_separating_axis_depth(shift):
     assert np.all(np.asarray(apart.dist) > 0)
 
 
+def mujoco_pair(geom_a, geom_b):
+    """Two free bodies, a and b, with MJCF geoms of the given attributes (gravity off),
+    in MuJoCo C and in sciad: MuJoCo's data, sciad's jitted contacts, and
+    `place(qpos)`, which sets MuJoCo's state and returns its deepest contact distance
+    (inf without contacts)."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>
+    <body name="a"><freejoint/><geom {geom_a}/></body>
+    <body name="b"><freejoint/><geom {geom_b}/></body>
+    </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    model = rigid.load_mjcf(xml).model
+
+    def place(qpos):
+        d.qpos[:] = qpos
+        mujoco.mj_forward(m, d)
+        return d.contact.dist[: d.ncon].min() if d.ncon else np.inf
+
+    return d, jax.jit(lambda q: model.contacts(q)), place
+
+
+def press(place, qpos, body, u, depth):
+    """Put free body `body` (0 or 1) at s u, the other staying where `qpos` has it,
+    bisecting the separation s ∈ [0, 0.6] until MuJoCo reports `depth` (< 0) of
+    penetration; leave MuJoCo's state there."""
+
+    def at(s):
+        q = np.array(qpos, dtype=float)
+        q[7 * body : 7 * body + 3] = s * u
+        return q
+
+    lo, hi = 0.0, 0.6
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if place(at(mid)) < depth else (lo, mid)
+    place(at(lo))
+
+
 def test_box_box_contacts_equal_mujoco():
     """The whole contact set of two boxes — every point, depth and normal — equals
     MuJoCo C's to 1e-12: in 40 random orientations and directions, each pair moved
@@ -230,28 +269,20 @@ def test_box_box_contacts_equal_mujoco():
     and in 40 face–face poses (a random turn about the common normal, half with a tilt
     up to 0.08 rad), whose clipped patches have 1 to 7 vertices and one of which
     (tilted) is an edge–edge contact."""
-    mujoco = pytest.importorskip("mujoco")
     from scipy.spatial.transform import Rotation
 
     ha, hb = (0.1, 0.15, 0.2), (0.12, 0.08, 0.1)
-    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>
-    <body name="a"><freejoint/><geom type="box" size="{ha[0]} {ha[1]} {ha[2]}"/></body>
-    <body name="b"><freejoint/><geom type="box" size="{hb[0]} {hb[1]} {hb[2]}"/></body>
-    </worldbody></mujoco>"""
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    model = rigid.load_mjcf(xml).model
-    contacts = jax.jit(lambda q: model.contacts(q))
+    d, contacts, place = mujoco_pair(
+        f'type="box" size="{ha[0]} {ha[1]} {ha[2]}"', f'type="box" size="{hb[0]} {hb[1]} {hb[2]}"'
+    )
     rng = np.random.default_rng(1)
 
     def wxyz(r):
         x = r.as_quat()
         return [x[3], x[0], x[1], x[2]]
 
-    def mujoco_depth(qa, qb, pb):
-        d.qpos[:] = np.concatenate([[0.0, 0.0, 0.0], qa, pb, qb])
-        mujoco.mj_forward(m, d)
-        return d.contact.dist[: d.ncon].min() if d.ncon else np.inf
+    def qpos(qa, qb, pb):
+        return np.concatenate([[0.0, 0.0, 0.0], qa, pb, qb])
 
     def compare():  # at MuJoCo's current pose: (number of points, edge–edge?)
         c = contacts(jnp.asarray(d.qpos))
@@ -269,11 +300,7 @@ def test_box_box_contacts_equal_mujoco():
         qa, qb = wxyz(Rotation.random(random_state=rng)), wxyz(Rotation.random(random_state=rng))
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
-        lo, hi = 0.0, 0.6  # bisect on the separation for 3 mm of MuJoCo penetration
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if mujoco_depth(qa, qb, mid * u) < -0.003 else (lo, mid)
-        mujoco_depth(qa, qb, lo * u)
+        press(place, qpos(qa, qb, np.zeros(3)), 1, u, -0.003)
         edges += compare()[1]
     assert edges >= 10
     sizes, edges = set(), 0
@@ -282,7 +309,7 @@ def test_box_box_contacts_equal_mujoco():
             "zx", [rng.uniform(0, np.pi), rng.uniform(-0.08, 0.08) * (k % 2)]
         )
         shift = [rng.uniform(-0.05, 0.05), rng.uniform(-0.05, 0.05), ha[2] + hb[2] - 0.002]
-        mujoco_depth([1.0, 0.0, 0.0, 0.0], wxyz(turn), np.asarray(shift))
+        place(qpos([1.0, 0.0, 0.0, 0.0], wxyz(turn), np.asarray(shift)))
         size, edge = compare()
         sizes.add(size)
         edges += edge
@@ -385,27 +412,16 @@ def test_capsule_box_against_mujoco_and_sampling():
     penetration: the deepest point equals MuJoCo's to 1e-12 and the minimum of the
     box's signed distance over 200,001 points of the segment (minus the radius) to
     1e-10; every MuJoCo contact (point, depth, normal) is one of ours to 1e-12."""
-    mujoco = pytest.importorskip("mujoco")
     from scipy.spatial.transform import Rotation
 
     hb, r, h = np.array([0.1, 0.15, 0.2]), 0.05, 0.12
-    xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>
-    <body name="a"><freejoint/><geom type="capsule" size="{r} {h}"/></body>
-    <body name="b"><freejoint/><geom type="box" size="{hb[0]} {hb[1]} {hb[2]}"/></body>
-    </worldbody></mujoco>"""
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    model = rigid.load_mjcf(xml).model
-    contacts = jax.jit(lambda q: model.contacts(q))
+    d, contacts, place = mujoco_pair(
+        f'type="capsule" size="{r} {h}"', f'type="box" size="{hb[0]} {hb[1]} {hb[2]}"'
+    )
     rng = np.random.default_rng(2)
 
     def rotation(q):
         return Rotation.from_quat([q[1], q[2], q[3], q[0]])
-
-    def mujoco_depth(qa, qb, pa):
-        d.qpos[:] = np.concatenate([pa, qa, np.zeros(3), qb])
-        mujoco.mj_forward(m, d)
-        return d.contact.dist[: d.ncon].min() if d.ncon else np.inf
 
     def sampled_depth(q):
         t = np.linspace(-1.0, 1.0, 200_001)[:, None]
@@ -418,11 +434,7 @@ def test_capsule_box_against_mujoco_and_sampling():
         qa, qb = (np.roll(Rotation.random(random_state=rng).as_quat(), 1) for _ in range(2))
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
-        lo, hi = 0.0, 0.6  # bisect on the separation for 3 mm of MuJoCo penetration
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if mujoco_depth(qa, qb, mid * u) < -0.003 else (lo, mid)
-        mujoco_depth(qa, qb, lo * u)
+        press(place, np.concatenate([np.zeros(3), qa, np.zeros(3), qb]), 0, u, -0.003)
         c = contacts(jnp.asarray(d.qpos))
         dist = np.asarray(c.dist)
         np.testing.assert_allclose(dist.min(), d.contact.dist[: d.ncon].min(), atol=1e-12)
@@ -440,33 +452,17 @@ def test_sphere_cylinder_against_mujoco():
     cap and rim contacts, the sphere's centre inside the cylinder for the deep ones):
     the contact point, depth and normal equal MuJoCo's to 1e-12; and a ball dropped on
     a cylinder's rim (beyond it, so the rim pushes it off) has a finite gradient that matches central differences."""
-    mujoco = pytest.importorskip("mujoco")
     from scipy.spatial.transform import Rotation
 
-    xml = """<mujoco><option gravity="0 0 0"/><worldbody>
-    <body name="a"><freejoint/><geom type="sphere" size="0.05"/></body>
-    <body name="b"><freejoint/><geom type="cylinder" size="0.1 0.15"/></body>
-    </worldbody></mujoco>"""
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    model = rigid.load_mjcf(xml).model
-    contacts = jax.jit(lambda q: model.contacts(q))
+    d, contacts, place = mujoco_pair('type="sphere" size="0.05"', 'type="cylinder" size="0.1 0.15"')
     rng = np.random.default_rng(3)
-
-    def mujoco_depth(qb, pa):
-        d.qpos[:] = np.concatenate([pa, [1.0, 0.0, 0.0, 0.0], np.zeros(3), qb])
-        mujoco.mj_forward(m, d)
-        return d.contact.dist[: d.ncon].min() if d.ncon else np.inf
 
     for k in range(60):
         qb = np.roll(Rotation.random(random_state=rng).as_quat(), 1)
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
-        lo, hi = 0.0, 0.6
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if mujoco_depth(qb, mid * u) < (-0.003, -0.03)[k % 2] else (lo, mid)
-        mujoco_depth(qb, lo * u)
+        qpos = np.concatenate([np.zeros(3), [1.0, 0.0, 0.0, 0.0], np.zeros(3), qb])
+        press(place, qpos, 0, u, (-0.003, -0.03)[k % 2])
         c = contacts(jnp.asarray(d.qpos))
         ours = np.r_[np.asarray(c.point[0]), np.asarray(c.dist[0]), np.asarray(c.normal[0])]
         theirs = np.r_[d.contact.pos[0], d.contact.dist[0], d.contact.frame[0, :3]]
