@@ -789,6 +789,9 @@ _HINGE_Y = rigid.HingeJoint(axis=(0.0, 1.0, 0.0))
 _LINK = dict(mass=1.0, inertia=(0.1, 0.1, 0.1))
 _ONE_LINK = rigid.MultiBody([rigid.Body("a", joint=_HINGE_Y, **_LINK)])
 _FREE = rigid.MultiBody([rigid.Body("f", joint=rigid.FreeJoint(), **_LINK)])
+_LIMITED = rigid.MultiBody(
+    [rigid.Body("a", joint=rigid.HingeJoint(axis=(0.0, 1.0, 0.0), range=(-1.0, 1.0)), **_LINK)]
+)
 
 RIGID_CASES = [
     (
@@ -865,6 +868,20 @@ RIGID_CASES = [
         "axis must be non-zero",
     ),
     ("rigid range order", lambda: rigid.HingeJoint(range=(1.0, -1.0)), ValueError, "lower < upper"),
+    (
+        "rigid limit kind",
+        lambda: rigid.BallJoint(max_angle=0.5, limit="stiff"),
+        ValueError,
+        "limit must be 'hard'",
+    ),
+    (
+        "rigid hard limit under RKMK4",
+        lambda: sciad.simulate(
+            _LIMITED, _LIMITED.default_state(), dt=1e-3, n_steps=1, integrator=rigid.RKMK4()
+        ),
+        ValueError,
+        "hard limits",
+    ),
     (
         "rigid negative damping",
         lambda: rigid.SliderJoint(damping=-0.1),

@@ -787,6 +787,9 @@ class _Problem(NamedTuple):
     u_ref: Array  # (C, 3)
     inv_r: Array  # (C,) active / R (0 for inactive contacts)
     mu: Array  # (C,)
+    lim_jac: Array  # (L, nv) the hard joint limits' rows
+    lim_ref: Array  # (L,)
+    lim_inv_r: Array  # (L,)
 
 
 class _Cone(NamedTuple):
@@ -802,7 +805,8 @@ class _Cone(NamedTuple):
 def _cone(y: Array, mu: Array) -> _Cone:
     yn, yt = y[..., 0], y[..., 1:]
     s, direction = _unit(yt, jnp.zeros_like(yt))
-    return _Cone(s, direction, s <= mu * yn, mu * s <= -yn, (yn + mu * s) / (1.0 + mu**2))
+    inside = s <= mu * yn
+    return _Cone(s, direction, inside, mu * s <= -yn, (yn + mu * s) / (1.0 + mu**2))
 
 
 def _cone_projection(y: Array, mu: Array) -> Array:
@@ -835,28 +839,49 @@ def _cone_jacobian(y: Array, mu: Array) -> Array:
     )
 
 
-def _gradient(v: Array, p: _Problem) -> tuple[Array, Array, Array]:
-    """∇ℓ(v) = M (v − v_free) − Jᵀ γ, with y = û − J v and Π_K(y) (γ = Π_K(y)/R)."""
+class _Rows(NamedTuple):
+    """The constraint residuals at v: contacts' y = û − J v (C, 3) and Π_K(y), hard
+    limits' z = û_L − J_L v (L,) (their projection on [0, ∞) is max(z, 0))."""
+
+    y: Array
+    proj: Array
+    z: Array
+
+
+def _rows(v: Array, p: _Problem) -> _Rows:
     y = p.u_ref - jnp.einsum("cij,j->ci", p.jac, v)
-    proj = _cone_projection(y, p.mu)
-    g = p.mass @ (v - p.v_free) - jnp.einsum("cij,ci->j", p.jac, p.inv_r[:, None] * proj)
-    return g, y, proj
+    return _Rows(y, _cone_projection(y, p.mu), p.lim_ref - p.lim_jac @ v)
+
+
+def _penalty(r: _Rows, p: _Problem) -> Array:
+    """Σ_c ‖Π_K(y_c)‖²/(2R_c) + Σ_l max(z_l, 0)²/(2R_l)."""
+    contacts = jnp.sum(p.inv_r * jnp.sum(r.proj**2, axis=-1))
+    return 0.5 * (contacts + jnp.sum(p.lim_inv_r * jnp.maximum(r.z, 0.0) ** 2))
+
+
+def _gradient(v: Array, p: _Problem) -> tuple[Array, _Rows]:
+    """∇ℓ(v) = M (v − v_free) − Jᵀ γ − J_Lᵀ γ_L, with γ = Π_K(y)/R and
+    γ_L = max(z, 0)/R_L."""
+    r = _rows(v, p)
+    g = p.mass @ (v - p.v_free) - jnp.einsum("cij,ci->j", p.jac, p.inv_r[:, None] * r.proj)
+    return g - p.lim_jac.T @ (p.lim_inv_r * jnp.maximum(r.z, 0.0)), r
 
 
 def _cost(v: Array, p: _Problem) -> Array:
     dv = v - p.v_free
-    proj = _cone_projection(p.u_ref - jnp.einsum("cij,j->ci", p.jac, v), p.mu)
-    return 0.5 * dv @ (p.mass @ dv) + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
+    return 0.5 * dv @ (p.mass @ dv) + _penalty(_rows(v, p), p)
 
 
-def _newton_step(v: Array, p: _Problem) -> tuple[Array, Array, Array, Array, Array]:
-    """The full Newton step at v, dv = −H⁻¹∇ℓ with H = M + Jᵀ (∂Π_K/R) J, and the
-    Hessian's (upper) Cholesky factor, ∇ℓ(v), y and Π_K(y)."""
-    g, y, proj = _gradient(v, p)
-    curv = p.inv_r[:, None, None] * _cone_jacobian(y, p.mu)
+def _newton_step(v: Array, p: _Problem) -> tuple[Array, Array, Array, _Rows]:
+    """The full Newton step at v, dv = −H⁻¹∇ℓ with
+    H = M + Jᵀ (∂Π_K/R) J + J_Lᵀ diag([z > 0]/R_L) J_L, and the Hessian's (upper)
+    Cholesky factor, ∇ℓ(v) and the residuals."""
+    g, r = _gradient(v, p)
+    curv = p.inv_r[:, None, None] * _cone_jacobian(r.y, p.mu)
     h = p.mass + jnp.einsum("cji,cjk,ckl->il", p.jac, curv, p.jac)
+    h = h + p.lim_jac.T @ (jnp.where(r.z > 0, p.lim_inv_r, 0.0)[:, None] * p.lim_jac)
     factor = jax.scipy.linalg.cho_factor(h)[0]
-    return -jax.scipy.linalg.cho_solve((factor, False), g), factor, g, y, proj
+    return -jax.scipy.linalg.cho_solve((factor, False), g), factor, g, r
 
 
 _STEPS = 2.0 ** -np.arange(12)  # backtracking line-search step lengths
@@ -872,7 +897,7 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
     iterate after that full step, the Cholesky factor of the Hessian it was taken with,
     and whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
     aᵀMa, aᵀM dv, dvᵀM dv (a = v − v_free) and y − α J dv: one product with J for all
-    trial lengths α."""
+    trial lengths α (and with J_L for the limits)."""
 
     def cond(p, carry):
         _, _, it, done = carry
@@ -881,17 +906,19 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
     def body(p, carry):
         v, _, it, _ = carry
         alphas = jnp.asarray(_STEPS, v.dtype)
-        dv, factor, g, y, proj = _newton_step(v, p)
+        dv, factor, g, r = _newton_step(v, p)
         a = v - p.v_free
         ma, md = p.mass @ a, p.mass @ dv
-        f0 = 0.5 * a @ ma + 0.5 * jnp.sum(p.inv_r * jnp.sum(proj**2, axis=-1))
+        f0 = 0.5 * a @ ma + _penalty(r, p)
         w = jnp.einsum("cij,j->ci", p.jac, dv)
-        trial_proj = _cone_projection(y[None] - alphas[:, None, None] * w[None], p.mu[None])
+        trial_proj = _cone_projection(r.y[None] - alphas[:, None, None] * w[None], p.mu[None])
+        trial_z = jnp.maximum(r.z[None] - alphas[:, None] * (p.lim_jac @ dv)[None], 0.0)
         trial = (
             0.5 * a @ ma
             + alphas * (a @ md)
             + 0.5 * alphas**2 * (dv @ md)
             + 0.5 * jnp.sum(p.inv_r[None] * jnp.sum(trial_proj**2, axis=-1), axis=-1)
+            + 0.5 * jnp.sum(p.lim_inv_r[None] * trial_z**2, axis=-1)
         )
         ok = trial <= f0 + 1e-4 * alphas * (g @ dv)
         done = jnp.max(jnp.abs(dv)) <= tol * _scale(p)
@@ -943,11 +970,16 @@ def solve_contacts(
     inv_r: Float[Array, " C"],
     mu: Float[Array, " C"],
     model: ContactModel,
+    limits: tuple[Float[Array, "L nv"], Float[Array, " L"], Float[Array, " L"]] | None = None,
 ) -> tuple[Float[Array, " nv"], Array]:
     """The post-contact velocity v⁺ (the minimiser of ℓ) and whether the solve
     converged. Newton starts from `v_start` or `v_free`, whichever costs less (warm
-    start, as MuJoCo's: the previous step's solution is usually close)."""
-    p = _Problem(mass, v_free, jac, u_ref, inv_r, mu)
+    start, as MuJoCo's: the previous step's solution is usually close). `limits`:
+    the hard joint limits' rows J_L, references û_L and 1/R_L (see `limit_terms`)."""
+    if limits is None:
+        none = jnp.zeros(0, v_free.dtype)
+        limits = (jnp.zeros((0,) + v_free.shape, v_free.dtype), none, none)
+    p = _Problem(mass, v_free, jac, u_ref, inv_r, mu, *limits)
     v_start = jax.lax.stop_gradient(v_start)
     sp = jax.lax.stop_gradient(p)
     v_start = jnp.where(_cost(v_start, sp) < _cost(sp.v_free, sp), v_start, sp.v_free)
@@ -976,6 +1008,22 @@ def contact_terms(
     active = c.dist < 0
     inv_r = jnp.where(active, 1.0 / (model.softness * w), 0.0)
     return u_ref, inv_r
+
+
+def limit_terms(
+    dist: Float[Array, " L"],
+    lim_jac: Float[Array, "L nv"],
+    minv_jt: Float[Array, "nv L"],
+    model: ContactModel,
+) -> tuple[Float[Array, " L"], Float[Array, " L"]]:
+    """The hard joint limits' reference velocities û_L = −r/τ and inverse
+    regularisations 1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ) (zero for limits that hold, r ≥ 0): the
+    contacts' normal rows without restitution or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
+    active = dist < 0
+    # A limit that holds may have a zero row (a ball joint at θ = 0): double where.
+    w = jnp.where(active, jnp.einsum("lk,kl->l", lim_jac, minv_jt), 1.0)
+    inv_r = jnp.where(active, 1.0 / (model.softness * w), 0.0)
+    return -dist / model.time_constant, inv_r
 
 
 def body_jacobians(

@@ -42,6 +42,9 @@ class Frames(NamedTuple):
     passive: Array  # (nv,) joint limit forces
     damping: Array  # (nv,) damping coefficients
     armature: Array  # (nv,)
+    # The hard limits' constraint values (n,) and their derivatives along each joint's
+    # own dofs (nv,); None without hard limits.
+    limits: tuple[Array, Array] | None
 
 
 class Terms(NamedTuple):
@@ -126,14 +129,16 @@ def map_joints(
     return tuple(assembled)
 
 
-def local(mb: Anything, q: Q, v: V) -> tuple[Array, ...]:
+def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, Array] | None]:
     """One pass over the joints: the joint transforms' quaternions (n, 4) and
-    translations (n, 3), the body-frame motion subspaces (nv, 6), and the joints'
-    passive forces, damping and armature (nv,) each."""
+    translations (n, 3), the body-frame motion subspaces (nv, 6), the joints'
+    passive forces, damping and armature (nv,) each; and, if any joint has a hard
+    limit, the limits' constraint values (n,) and derivatives (nv,) (else `None`)."""
+    limits = any(j.hard_limited for j in mb.joints)
 
     def fn(j, qj, vj):
         quat, trans = j.transform(qj)
-        return (
+        out = (
             quat,
             trans,
             j.motion_subspace(qj),
@@ -141,8 +146,15 @@ def local(mb: Anything, q: Q, v: V) -> tuple[Array, ...]:
             j.damping_vector().astype(vj.dtype),
             j.armature_vector().astype(vj.dtype),
         )
+        if not limits:
+            return out
+        if j.hard_limited:
+            return out + j.limit_constraint(qj)
+        return out + AbstractJoint.limit_constraint(j, qj)
 
-    return map_joints(mb, fn, ((q, "q"), (v, "v")), ("b", "b", "v", "v", "v", "v"))
+    outs = ("b", "b", "v", "v", "v", "v") + (("b", "v") if limits else ())
+    out = map_joints(mb, fn, ((q, "q"), (v, "v")), outs)
+    return out[:6], (out[6], out[7]) if limits else None
 
 
 def compose(mb: Anything, rot_j: Array, r_tree: Array, trans_j: Array) -> tuple[Array, Array]:
@@ -167,7 +179,7 @@ def compose(mb: Anything, rot_j: Array, r_tree: Array, trans_j: Array) -> tuple[
 def frames(mb: Anything, q: Q, v: V | None = None) -> Frames:
     n = len(mb.names)
     v = jnp.zeros(mb.nv, q.dtype) if v is None else v
-    quat_j, trans_j, s_body, passive, damping, armature = local(mb, q, v)
+    (quat_j, trans_j, s_body, passive, damping, armature), limits = local(mb, q, v)
     # One conversion for the joint, placement and principal-axes rotations.
     mats = quat_to_matrix(jnp.concatenate([quat_j, mb.quat, mb.inertia_quat]))
     rot, pos = compose(mb, mats[:n], mats[n : 2 * n], trans_j)
@@ -179,7 +191,7 @@ def frames(mb: Anything, q: Q, v: V | None = None) -> Frames:
     w = matvec(rot[db], s_body[:, :3])
     lin = matvec(rot[db], s_body[:, 3:]) + cross(pos[db], w)
     subspace = jnp.concatenate([w, lin], axis=-1)
-    return Frames(rot, pos, com, inertia, subspace, passive, damping, armature)
+    return Frames(rot, pos, com, inertia, subspace, passive, damping, armature, limits)
 
 
 def forward_kinematics(mb: Anything, q: Q) -> tuple[Array, Array]:

@@ -11,7 +11,7 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
-from ._contact import contact_terms, solve_contacts
+from ._contact import contact_terms, limit_terms, solve_contacts
 from ._joints import FreeJoint
 from ._multibody import MultiBody
 
@@ -27,10 +27,11 @@ def _multibody(integrator: AbstractIntegrator, model: AbstractModel) -> MultiBod
 
 def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiBody:
     mb = _multibody(integrator, model)
-    if mb.pairs:
+    if mb.constrained:
         raise ValueError(
-            f"{type(integrator).__name__} cannot run a MultiBody with contacts (they need "
-            "time stepping): use sciad.rigid.SemiImplicitEuler()."
+            f"{type(integrator).__name__} cannot run a MultiBody with "
+            f"{mb._constraint_names()} (they need time stepping): use "
+            "sciad.rigid.SemiImplicitEuler()."
         )
     return mb
 
@@ -40,11 +41,11 @@ class SemiImplicitEuler(AbstractIntegrator):
     Order 1.
 
     v ← v + h v̇(t, q, v), then q ← q ⊕ h v (quaternions: q ⊗ exp(h ω), normalised).
-    With contacts the velocity update is the converged contact solve of the model's
-    [`ContactModel`][sciad.rigid.ContactModel] (impulses that keep the contacts
-    from penetrating, with Coulomb friction and restitution), differentiated
-    implicitly; a solve that does not converge is reported as
-    `RESULTS.solver_failed`.
+    With contacts or hard joint limits the velocity update is the converged solve of
+    the model's [`ContactModel`][sciad.rigid.ContactModel] (impulses that keep the
+    contacts from penetrating, with Coulomb friction and restitution, and the joints
+    within their limits), differentiated implicitly; a solve that does not converge
+    is reported as `RESULTS.solver_failed`.
     With `implicit_damping` the joint damping D is integrated implicitly,
     (M + h D) v̇ = τ − b, exactly as MuJoCo's default Euler integrator does; without
     damping the two agree. One dynamics evaluation per step. It does not conserve
@@ -66,18 +67,19 @@ class SemiImplicitEuler(AbstractIntegrator):
         return 1
 
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state without contacts; with contacts, a flag: has a solve failed."""
+        """No state without constraints; with contacts or hard limits, a flag: has a
+        solve failed."""
         mb = _multibody(self, model)
-        return jnp.asarray(False) if mb.pairs else None
+        return jnp.asarray(False) if mb.constrained else None
 
     def step(
         self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
     ) -> tuple[State, Anything]:
-        """One step: kick the velocities (through the contact solve, if any), then
-        move the positions with the new ones."""
+        """One step: kick the velocities (through the contact and limit solve, if
+        any), then move the positions with the new ones."""
         mb = _multibody(self, model)
         q, v = y
-        if not mb.pairs:
+        if not mb.constrained:
             acc = mb.accelerations(
                 t, q, v, implicit_damping_dt=dt if self.implicit_damping else None
             )
@@ -93,12 +95,22 @@ class SemiImplicitEuler(AbstractIntegrator):
         v_free = v + dt * jax.scipy.linalg.cho_solve(
             chol, terms.applied + terms.gravity - terms.coriolis
         )
-        c = mb._contacts(f)
-        _, jac = mb._contact_jacobian(f, c)
-        minv_jn = jax.scipy.linalg.cho_solve(chol, jac[:, 0, :].T)
-        u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
+        if mb.pairs:
+            c = mb._contacts(f)
+            _, jac = mb._contact_jacobian(f, c)
+            minv_jn = jax.scipy.linalg.cho_solve(chol, jac[:, 0, :].T)
+            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
+            mu = c.friction
+        else:
+            jac, u_ref = jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype)
+            inv_r = mu = jnp.zeros(0, v.dtype)
+        limits = None
+        if mb.limited.size:
+            dist, lim_jac = mb._limits(f)
+            minv_jl = jax.scipy.linalg.cho_solve(chol, lim_jac.T)
+            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, mb.contact))
         # Warm start from the current velocity: the previous step's solution.
-        v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, c.friction, mb.contact)
+        v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
         return (mb.integrate_positions(q, dt * v), v), state | ~ok
 
     def status(self, state: Anything) -> RESULTS:

@@ -77,6 +77,24 @@ def _check_range(joint: eqx.Module, rng: Array | None) -> None:
         )
 
 
+_LIMITS = ("hard", "soft")
+
+
+def _check_limit(joint: eqx.Module, limit: str) -> None:
+    if limit not in _LIMITS:
+        raise ValueError(
+            f"{type(joint).__name__}.limit must be 'hard' (a constraint) or 'soft' (a "
+            f"spring-damper); got {limit!r}."
+        )
+
+
+def _nearer_bound(x: FloatScalar, lo: FloatScalar, hi: FloatScalar) -> tuple[Array, Array]:
+    """The constraint of the nearer side of [lo, hi]: its value r (x − lo or hi − x,
+    negative when violated) and dr/dx (±1). Both sides cannot be violated at once."""
+    lower = x - lo <= hi - x
+    return jnp.where(lower, x - lo, hi - x), jnp.where(lower, 1.0, -1.0).astype(x.dtype)
+
+
 def _limit_force(
     x: FloatScalar,
     xdot: FloatScalar,
@@ -170,6 +188,22 @@ class AbstractJoint(eqx.Module):
         """Joint forces other than damping: the soft limits. Zero by default."""
         return jnp.zeros_like(v)
 
+    @property
+    def hard_limited(self) -> bool:
+        """Whether the joint has a hard limit (a constraint row in the contact solve).
+        False by default."""
+        return False
+
+    def limit_constraint(self, q: Q) -> tuple[FloatScalar, V]:
+        """The hard limit as a unilateral constraint r(q) ≥ 0.
+
+        **Returns:** `(r, dr/dv)`: the constraint's value (zero on the limit, negative
+        when violated; the joint's position units) and its derivative along the joint's
+        velocity coordinates, shape `(nv,)`. Only called when `hard_limited`; the
+        default (no limit) is `(0, 0)`.
+        """
+        return jnp.zeros((), q.dtype), jnp.zeros(self.nv, q.dtype)
+
     def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
         """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
         world frame). Zero for joints whose subspace is fixed in the child body."""
@@ -217,12 +251,46 @@ class FixedJoint(AbstractJoint):
         return jnp.zeros(0)
 
 
-class HingeJoint(AbstractJoint):
+class _AbstractRangeJoint(AbstractJoint):
+    """A one-dof joint whose optional `range` (lower, upper) is a hard or a soft limit."""
+
+    range: eqx.AbstractVar[Float[Array, "2"] | None]
+    limit_stiffness: eqx.AbstractVar[FloatScalar]
+    limit_damping: eqx.AbstractVar[FloatScalar]
+    limit: eqx.AbstractVar[str]
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """The soft limit force (zero without `range`, or with a hard limit)."""
+        if self.range is None or self.limit == "hard":
+            return jnp.zeros_like(v)
+        f = _limit_force(
+            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
+        )
+        return f[None]
+
+    @property
+    def hard_limited(self) -> bool:
+        """A `range` with `limit="hard"`."""
+        return self.range is not None and self.limit == "hard"
+
+    def limit_constraint(self, q: Q) -> tuple[FloatScalar, V]:
+        """The nearer bound: (q − lower, +1) or (upper − q, −1)."""
+        assert self.range is not None
+        r, drdq = _nearer_bound(q[0], self.range[0], self.range[1])
+        return r, drdq[None]
+
+
+class HingeJoint(_AbstractRangeJoint):
     """A revolute joint: rotation by angle q about `axis` through `pos` (body frame).
 
-    nq = nv = 1 (radians, rad/s). The optional `range` is a soft limit: outside
-    [lower, upper] a penalty torque −k (q − bound) − d q̇ acts (a stiff spring-damper,
-    not MuJoCo's constraint solver).
+    nq = nv = 1 (radians, rad/s). The optional `range` [lower, upper] is a limit, hard by
+    default: a unilateral constraint solved with the contacts by
+    [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler], as MuJoCo's limits are,
+    with the model's [`ContactModel`][sciad.rigid.ContactModel] (its `softness` and
+    `time_constant`; a violated limit is pushed back with that time constant, and
+    no impulse acts while it holds). With `limit="soft"` it is a stiff
+    spring-damper instead: outside the range a torque −k (q − bound) − d q̇ acts,
+    which every integrator can run.
 
     **Arguments:**
 
@@ -231,9 +299,10 @@ class HingeJoint(AbstractJoint):
     - `damping`: viscous damping (N·m·s/rad), ≥ 0.
     - `armature`: rotor inertia added to the mass matrix (kg·m²), ≥ 0.
     - `range`: optional `(lower, upper)` angles (rad).
+    - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness`, `limit_damping`: the soft limit's k (N·m/rad) and d (N·m·s/rad).
 
-    **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), damping=0.1)`
+    **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), range=(-1.0, 1.0))`
     """
 
     axis: Float[Array, "3"]
@@ -243,6 +312,7 @@ class HingeJoint(AbstractJoint):
     range: Float[Array, "2"] | None
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
+    limit: str = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -255,6 +325,7 @@ class HingeJoint(AbstractJoint):
         range: RangeLike | None = None,
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
+        limit: str = "hard",
     ):
         self.axis = _unit_axis("HingeJoint", axis)
         self.pos = _vec3(pos)
@@ -263,12 +334,14 @@ class HingeJoint(AbstractJoint):
         self.range = None if range is None else jnp.asarray(range)
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
+        self.limit = limit
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
             raise ValueError(f"HingeJoint pos must have shape (3,); got {np.shape(self.pos)}.")
         _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
         _check_range(self, self.range)
+        _check_limit(self, self.limit)
 
     def neutral(self) -> Q:
         """q = 0."""
@@ -283,28 +356,20 @@ class HingeJoint(AbstractJoint):
         """(axis, pos × axis)."""
         return jnp.concatenate([self.axis, cross(self.pos, self.axis)])[None]
 
-    def passive_force(self, q: Q, v: V) -> V:
-        """The soft limit torque (zero without `range`)."""
-        if self.range is None:
-            return jnp.zeros_like(v)
-        f = _limit_force(
-            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
-        )
-        return f[None]
 
-
-class SliderJoint(AbstractJoint):
+class SliderJoint(_AbstractRangeJoint):
     """A prismatic joint: translation by q along `axis` (body frame).
 
-    nq = nv = 1 (length, length/time). `range` is a soft limit as for
-    [`HingeJoint`][sciad.rigid.HingeJoint].
+    nq = nv = 1 (length, length/time). `range` is a limit, hard or soft (`limit`), as
+    for [`HingeJoint`][sciad.rigid.HingeJoint].
 
     **Arguments:**
 
     - `axis`: shape `(3,)`, in the body frame (normalised).
     - `damping` (N·s/m), `armature` (kg), both ≥ 0.
     - `range`: optional `(lower, upper)` (length).
-    - `limit_stiffness` (N/m), `limit_damping` (N·s/m).
+    - `limit`: `"hard"` (default) or `"soft"`.
+    - `limit_stiffness` (N/m), `limit_damping` (N·s/m), for a soft limit.
 
     **Example:** `sciad.rigid.SliderJoint(axis=jnp.array([1.0, 0.0, 0.0]))`
     """
@@ -315,6 +380,7 @@ class SliderJoint(AbstractJoint):
     range: Float[Array, "2"] | None
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
+    limit: str = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -326,6 +392,7 @@ class SliderJoint(AbstractJoint):
         range: RangeLike | None = None,
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
+        limit: str = "hard",
     ):
         self.axis = _unit_axis("SliderJoint", axis)
         self.damping = jnp.asarray(damping)
@@ -333,10 +400,12 @@ class SliderJoint(AbstractJoint):
         self.range = None if range is None else jnp.asarray(range)
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
+        self.limit = limit
 
     def __check_init__(self):
         _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
         _check_range(self, self.range)
+        _check_limit(self, self.limit)
 
     def neutral(self) -> Q:
         """q = 0."""
@@ -351,15 +420,6 @@ class SliderJoint(AbstractJoint):
         """(0, axis)."""
         return jnp.concatenate([jnp.zeros_like(self.axis), self.axis])[None]
 
-    def passive_force(self, q: Q, v: V) -> V:
-        """The soft limit force (zero without `range`)."""
-        if self.range is None:
-            return jnp.zeros_like(v)
-        f = _limit_force(
-            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
-        )
-        return f[None]
-
 
 def _quat_derivative(quat: Float[Array, "4"], w: Float[Array, "3"]) -> Float[Array, "4"]:
     """dq/dt = ½ q ⊗ (0, ω) for body angular velocity ω."""
@@ -370,16 +430,19 @@ class BallJoint(AbstractJoint):
     """A spherical joint about `pos` (body frame): q is a unit quaternion (w, x, y, z),
     v the body's angular velocity relative to its parent, in the body frame.
 
-    nq = 4, nv = 3. The optional `max_angle` is a soft cone limit on the total rotation
-    angle θ = |log q|: beyond it a torque −k (θ − max_angle) n − d (ω·n) n acts about
-    the rotation axis n.
+    nq = 4, nv = 3. The optional `max_angle` limits the total rotation angle
+    θ = |log q| (MuJoCo's ball-joint limit): hard by default, the constraint
+    max_angle − θ ≥ 0 with dθ/dt = n·ω about the rotation axis n, solved with the
+    contacts as for [`HingeJoint`][sciad.rigid.HingeJoint]; with `limit="soft"`,
+    beyond it a torque −k (θ − max_angle) n − d (ω·n) n acts.
 
     **Arguments:**
 
     - `pos`: shape `(3,)`, the pivot in the body frame (length).
     - `damping` (N·m·s/rad), `armature` (kg·m²), both ≥ 0, the same on all three dofs.
     - `max_angle`: optional limit angle (rad), > 0.
-    - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad).
+    - `limit`: `"hard"` (default) or `"soft"`.
+    - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad), for a soft limit.
 
     **Example:** `sciad.rigid.BallJoint(pos=jnp.array([0.0, 0.0, 0.5]), damping=0.01)`
     """
@@ -390,6 +453,7 @@ class BallJoint(AbstractJoint):
     max_angle: FloatScalar | None
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
+    limit: str = eqx.field(static=True)
     nq: ClassVar[int] = 4
     nv: ClassVar[int] = 3
 
@@ -401,6 +465,7 @@ class BallJoint(AbstractJoint):
         max_angle: ScalarLike | None = None,
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
+        limit: str = "hard",
     ):
         self.pos = _vec3(pos)
         self.damping = jnp.asarray(damping)
@@ -408,11 +473,13 @@ class BallJoint(AbstractJoint):
         self.max_angle = None if max_angle is None else jnp.asarray(max_angle)
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
+        self.limit = limit
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
             raise ValueError(f"BallJoint pos must have shape (3,); got {np.shape(self.pos)}.")
         _check_scalars(self, "damping", "armature", "max_angle", "limit_stiffness", "limit_damping")
+        _check_limit(self, self.limit)
 
     def neutral(self) -> Q:
         """The identity quaternion."""
@@ -448,19 +515,33 @@ class BallJoint(AbstractJoint):
         """q / |q|."""
         return quat_normalize(q)
 
-    def passive_force(self, q: Q, v: V) -> V:
-        """The soft cone limit torque (zero without `max_angle`)."""
-        if self.max_angle is None:
-            return jnp.zeros_like(v)
+    def _angle_axis(self, q: Q) -> tuple[Array, Array, Array]:
+        """θ = |log q|, the unit rotation axis n (zero at θ = 0) and whether θ > 0."""
         r = quat_log(quat_normalize(q))
-        r2 = jnp.sum(r * r)
-        nonzero = r2 > 0
-        theta = safe_norm(r, nonzero)
-        n = r / theta
+        nonzero = jnp.sum(r * r) > 0
+        theta = safe_norm(r, nonzero)  # 1 at θ = 0 (finite gradients): masked below
+        return jnp.where(nonzero, theta, 0.0), jnp.where(nonzero, r / theta, 0.0), nonzero
+
+    def passive_force(self, q: Q, v: V) -> V:
+        """The soft cone limit torque (zero without `max_angle`, or with a hard limit)."""
+        if self.max_angle is None or self.limit == "hard":
+            return jnp.zeros_like(v)
+        theta, n, nonzero = self._angle_axis(q)
         over = jnp.maximum(theta - self.max_angle, 0.0)
         violated = nonzero & (over > 0)
         torque = -(self.limit_stiffness * over + self.limit_damping * jnp.dot(v, n)) * n
         return jnp.where(violated, torque, 0.0)
+
+    @property
+    def hard_limited(self) -> bool:
+        """A `max_angle` with `limit="hard"`."""
+        return self.max_angle is not None and self.limit == "hard"
+
+    def limit_constraint(self, q: Q) -> tuple[FloatScalar, V]:
+        """(max_angle − θ, −n)."""
+        assert self.max_angle is not None
+        theta, n, _ = self._angle_axis(q)
+        return self.max_angle - theta, -n
 
 
 class FreeJoint(AbstractJoint):

@@ -14,12 +14,16 @@ from ._body import Body
 from ._integrators import RKMK4, SemiImplicitEuler
 from ._joints import FixedJoint
 from ._mjcf_elements import (
+    colliding_geoms,
     compose,
+    constraint_model,
     convert_actuator,
     convert_geoms,
     convert_joint,
     disabled,
+    hard_limit_time_constant,
     Labels,
+    refsafe,
 )
 from ._multibody import MultiBody
 
@@ -183,6 +187,21 @@ def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
 # --------------------------------------------------------------------------- conversion
 
 
+def _hard_limit_time_constant(m: Any, mujoco: Any) -> float | None:
+    """The time constant of the hard limits: the contacts' (sciad's ContactModel takes
+    one), or without contacts the first limit's that can be hard; `None` (every limit
+    soft) under RK4, which has no constraint solve, or when limits are disabled."""
+    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) or any(
+        disabled(m, mujoco, flag) for flag in ("mjDSBL_CONSTRAINT", "mjDSBL_LIMIT")
+    ):
+        return None
+    _, ids, _ = colliding_geoms(m, mujoco)
+    if ids:
+        return refsafe(m, mujoco, float(m.geom_solref[ids[0]][0]))
+    taus = (hard_limit_time_constant(m, mujoco, j) for j in range(m.njnt) if m.jnt_limited[j])
+    return next((tau for tau in taus if tau is not None), None)
+
+
 def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     """Convert a compiled MuJoCo model (`mujoco.MjModel`) into a sciad
     [`MultiBody`][sciad.rigid.MultiBody], refusing anything it cannot represent
@@ -198,13 +217,18 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     - **joints**: one per body; free, ball, hinge and slide with `axis`, `pos`,
       `damping` and `armature`. A hinge's or slider's `ref` shifts its coordinate (see
       [`MJCFModel`][sciad.rigid.MJCFModel]). `range` with `limited` becomes the joint's
-      soft limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes
-      limits as solver constraints; sciad's are penalty spring-dampers, given MuJoCo's
-      time constant and damping ratio (`solref`, with MuJoCo's `refsafe` clamp
-      τ ≥ 2·timestep) at the dof's effective inertia at `qpos0`: stiffness
-      m_eff/(τζ)², damping 2 m_eff/τ, m_eff = 1/`dof_invweight0`. The limits act alike
-      but not identically: trajectories agree with MuJoCo's only while no limit is
-      violated.
+      limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes limits
+      as solver constraints, and so does sciad (`limit="hard"`, solved with the
+      contacts) when the limit's `solref` is (τ, 1) with the contacts' time constant τ
+      (or, without contacts, the first limit's), its `solimp` is the default, and the
+      integrator is not RK4; sciad's constraint model then takes τ and MuJoCo's
+      regularisation (1 − d)/d, d = solimp[1]. MuJoCo's constraints act on
+      accelerations, sciad's on velocities: a limit stops a joint within a step rather
+      than over about τ, so trajectories agree closely until a limit is hit and
+      come to rest at the same place (tested). Other limits become spring-dampers
+      (`limit="soft"`) with MuJoCo's time constant and damping ratio (`solref`, with
+      MuJoCo's `refsafe` clamp τ ≥ 2·timestep) at the dof's effective inertia at
+      `qpos0`: stiffness m_eff/(τζ)², damping 2 m_eff/τ, m_eff = 1/`dof_invweight0`.
     - **actuators** with a joint transmission on a hinge or slider and affine force
       gain·u + bias (`motor`, `position`, `velocity`, `general` without dynamics):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
@@ -254,6 +278,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         raise TypeError(f"from_mujoco needs a compiled mujoco.MjModel; got {type(m).__name__}.")
     label = Labels(mujoco, m)
     _check_model(m, mujoco, label)
+    hard_tau = _hard_limit_time_constant(m, mujoco)
 
     # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
     # each MuJoCo body's frame in its owner's frame.
@@ -271,7 +296,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             raise ValueError(f"{where}: gravity compensation (gravcomp) is not supported.")
         p = int(m.body_parentid[b])
         pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
-        joint = convert_joint(m, mujoco, label, b)
+        joint = convert_joint(m, mujoco, label, b, hard_tau)
         if isinstance(joint, FixedJoint) and m.body_mass[b] == 0:
             owner.append(owner[p])
             frame.append((pos, quat))
@@ -304,6 +329,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     actuators = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, contact, mj_pairs = convert_geoms(m, mujoco, label, owner, frame)
+    if contact is None and hard_tau is not None:
+        contact = constraint_model(hard_tau)
     try:
         model = MultiBody(
             bodies,

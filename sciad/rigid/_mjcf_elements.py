@@ -58,6 +58,34 @@ def nonzero(x: Any) -> bool:
     return bool(np.any(np.asarray(x) != 0))
 
 
+_SOLREF = (0.02, 1.0)  # MuJoCo's default solref and solimp (geoms and joint limits)
+_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+
+
+def refsafe(m: Any, mujoco: Any, tau: float) -> float:
+    """MuJoCo's `refsafe` clamp of a solref time constant, τ ≥ 2·timestep (unless
+    disabled)."""
+    return tau if disabled(m, mujoco, "mjDSBL_REFSAFE") else max(tau, 2.0 * float(m.opt.timestep))
+
+
+def constraint_model(tau: float) -> ContactModel:
+    """sciad's ContactModel for MuJoCo's default solimp and solref (τ, 1): the
+    regularisation R = (1 − d)/d · A with d = solimp[1]."""
+    dmax = _SOLIMP[1]
+    return ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
+
+
+def hard_limit_time_constant(m: Any, mujoco: Any, j: int) -> float | None:
+    """The time constant of joint `j`'s limit if sciad's constraint model can take it
+    (solref (τ > 0, dampratio 1) and the default solimp; τ after `refsafe`), else
+    `None`."""
+    tau, zeta = (float(x) for x in m.jnt_solref[j])
+    solimp = np.asarray(m.jnt_solimp[j], dtype=np.float64)
+    if tau > 0 and zeta == 1.0 and np.allclose(solimp, _SOLIMP, rtol=1e-12, atol=0):
+        return refsafe(m, mujoco, tau)
+    return None
+
+
 # --------------------------------------------------------------------------- joints
 
 
@@ -78,14 +106,17 @@ def _limit_gains(m: Any, mujoco: Any, j: int) -> tuple[float, float]:
     n = {int(mujoco.mjtJoint.mjJNT_BALL): 3}.get(int(m.jnt_type[j]), 1)
     m_eff = 1.0 / float(np.mean(m.dof_invweight0[dof : dof + n]))
     if tau > 0:
-        if not disabled(m, mujoco, "mjDSBL_REFSAFE"):
-            tau = max(tau, 2.0 * float(m.opt.timestep))
+        tau = refsafe(m, mujoco, tau)
         return m_eff / (tau * zeta) ** 2, 2.0 * m_eff / tau
     return m_eff * (-tau), m_eff * (-zeta)
 
 
-def convert_joint(m: Any, mujoco: Any, label: Labels, b: int) -> AbstractJoint:
-    """The joint of MuJoCo body `b` (a `FixedJoint` if it has none)."""
+def convert_joint(
+    m: Any, mujoco: Any, label: Labels, b: int, hard_tau: float | None
+) -> AbstractJoint:
+    """The joint of MuJoCo body `b` (a `FixedJoint` if it has none). A limit is hard
+    when its time constant (`hard_limit_time_constant`) is `hard_tau`, the model's
+    constraint time constant (`None`: no hard limits), and soft otherwise."""
     njnt = int(m.body_jntnum[b])
     if njnt == 0:
         return FixedJoint()
@@ -131,8 +162,9 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, b: int) -> AbstractJoint:
         raise ValueError(f"{where}: a limit margin is not supported.")
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
     if limited:
+        hard = hard_tau is not None and hard_limit_time_constant(m, mujoco, j) == hard_tau
         k, d = _limit_gains(m, mujoco, j)
-        kw.update(limit_stiffness=k, limit_damping=d)
+        kw.update(limit_stiffness=k, limit_damping=d, limit="hard" if hard else "soft")
     rng = np.asarray(m.jnt_range[j], dtype=np.float64)
     ref = float(m.qpos0[m.jnt_qposadr[j]])
     if jt == int(T.mjJNT_FREE):
@@ -212,9 +244,6 @@ def convert_actuator(
 
 # --------------------------------------------------------------------------- geoms
 
-_SOLREF = (0.02, 1.0)  # MuJoCo's default geom solref and solimp
-_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
-
 
 def _body_filtered(m: Any, b1: int, b2: int, excluded: set[frozenset[int]]) -> bool:
     """MuJoCo's body-level collision filters (mj_collision): bodies welded together, a
@@ -270,6 +299,21 @@ def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape:
     )
 
 
+def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int], set]:
+    """MuJoCo's colliding geom pairs, the geoms in them (sorted) and the excluded body
+    pairs; none when contacts are disabled."""
+    if (
+        m.ngeom == 0
+        or disabled(m, mujoco, "mjDSBL_CONTACT")
+        or disabled(m, mujoco, "mjDSBL_CONSTRAINT")
+    ):
+        return set(), [], set()
+    sigs = [int(s) for s in m.exclude_signature[: m.nexclude]]
+    excluded = {frozenset((s >> 16, s & 0xFFFF)) for s in sigs}
+    pairs = _mujoco_pairs(m, excluded, int(mujoco.mjtGeom.mjGEOM_PLANE))
+    return pairs, sorted({g for pair in pairs for g in pair}), excluded
+
+
 def convert_geoms(
     m: Any,
     mujoco: Any,
@@ -285,19 +329,10 @@ def convert_geoms(
 ]:
     """The colliding geoms, their MuJoCo ids, the exclusions, the contact model and
     MuJoCo's colliding geom pairs."""
-    if (
-        m.ngeom == 0
-        or disabled(m, mujoco, "mjDSBL_CONTACT")
-        or disabled(m, mujoco, "mjDSBL_CONSTRAINT")
-    ):
-        return [], [], [], None, set()
-    sigs = [int(s) for s in m.exclude_signature[: m.nexclude]]
-    excluded = {frozenset((s >> 16, s & 0xFFFF)) for s in sigs}
-    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
-    pairs = _mujoco_pairs(m, excluded, plane)
-    ids = sorted({g for pair in pairs for g in pair})
+    pairs, ids, excluded = colliding_geoms(m, mujoco)
     if not ids:
         return [], [], [], None, pairs
+    plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
     if disabled(m, mujoco, "mjDSBL_FILTERPARENT"):
         raise ValueError(
             'MJCF <option><flag filterparent="disable">: parent–child collisions are '
@@ -383,9 +418,5 @@ def convert_geoms(
                 and _body_filtered(m, b1, b2, excluded)
             ):
                 exclude.add((owner[b1], owner[b2]))
-    dmax = _SOLIMP[1]
-    tau = float(m.geom_solref[ids[0]][0])
-    if not disabled(m, mujoco, "mjDSBL_REFSAFE"):
-        tau = max(tau, 2.0 * float(m.opt.timestep))
-    contact = ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
+    contact = constraint_model(refsafe(m, mujoco, float(m.geom_solref[ids[0]][0])))
     return geoms, ids, sorted(exclude, key=str), contact, pairs

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
+import numpy as np
 
 from .._core._geometry import cross
 from .._core._integrator import AbstractIntegrator
@@ -74,14 +75,15 @@ class MultiBody(AbstractModel):
       resolved, and the smoothness parameter); default `ContactModel()`.
     - `exclude`: pairs of body names (`None`: the world) whose geoms never collide.
 
-    With contacts the model runs with [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]
-    (time stepping with a converged, implicitly differentiated contact solve); it is
-    `sciad.simulate`'s default then, and [`RKMK4`][sciad.rigid.RKMK4] otherwise.
+    With contacts or hard joint limits (constraints) the model runs with
+    [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (time stepping with a
+    converged, implicitly differentiated solve of contacts and limits together); it
+    is `sciad.simulate`'s default then, and [`RKMK4`][sciad.rigid.RKMK4] otherwise.
 
     **Integrators:** [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler],
     [`RKMK4`][sciad.rigid.RKMK4] (4th order on the manifold; the default without
-    contacts) and, for free bodies, [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
-    Without contacts `sciad.RK4()` also runs it (quaternions treated as vectors; their
+    constraints) and, for free bodies, [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
+    Without constraints `sciad.RK4()` also runs it (quaternions treated as vectors; their
     norm drifts slowly).
 
     **Example:**
@@ -277,6 +279,17 @@ class MultiBody(AbstractModel):
         """The number of velocity coordinates (degrees of freedom)."""
         return self.topology.nv
 
+    @property
+    def limited(self) -> np.ndarray:
+        """The indices of the bodies whose joints have hard limits (static)."""
+        return np.asarray([i for i, j in enumerate(self.joints) if j.hard_limited], np.int64)
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the model has contacts or hard joint limits: constraints that only
+        time stepping ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]) solves."""
+        return bool(self.pairs) or self.limited.size > 0
+
     def body_index(self, name: str) -> int:
         """The index of the body called `name`."""
         try:
@@ -390,21 +403,37 @@ class MultiBody(AbstractModel):
         return terms.mass_matrix @ qacc + terms.coriolis - terms.gravity - terms.applied
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
-        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative` (without
-        contacts; a model with contacts raises: it needs time stepping)."""
-        if self.pairs:
+        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative` (a model with
+        contacts or hard joint limits raises: it needs time stepping)."""
+        if self.constrained:
             raise ValueError(
-                "a MultiBody with contacts has no smooth vector field: run it with "
-                "sciad.rigid.SemiImplicitEuler() (sciad.simulate's default for it)."
+                f"a MultiBody with {self._constraint_names()} has no smooth vector field: "
+                "run it with sciad.rigid.SemiImplicitEuler() (sciad.simulate's default "
+                "for it)."
             )
         q, v = y
         return self.position_derivative(q, v), self.accelerations(t, q, v)
 
     def default_integrator(self) -> AbstractIntegrator:
-        """`SemiImplicitEuler()` with contacts, `RKMK4()` without."""
+        """`SemiImplicitEuler()` with contacts or hard limits, `RKMK4()` without."""
         from ._integrators import RKMK4, SemiImplicitEuler
 
-        return SemiImplicitEuler() if self.pairs else RKMK4()
+        return SemiImplicitEuler() if self.constrained else RKMK4()
+
+    def _constraint_names(self) -> str:
+        """What makes the model constrained, for error messages."""
+        names = [f"joint {self.names[i]!r}" for i in self.limited]
+        limits = f"hard limits ({', '.join(names)}; or limit='soft')" if names else ""
+        return " and ".join(x for x in ("contacts" if self.pairs else "", limits) if x)
+
+    def _limits(self, f: Frames) -> tuple[Array, Array]:
+        """The hard limits' constraint values r (L,) (negative: violated) and their
+        Jacobian dr/dv (L, nv), one row per limited joint."""
+        assert f.limits is not None
+        dist, row = f.limits
+        idx = self.limited
+        rows = jnp.asarray(self.topology.dof_body[None, :] == idx[:, None], row.dtype)
+        return dist[idx], rows * row[None, :]
 
     # ------------------------------------------------------------------ contacts
 

@@ -20,10 +20,18 @@ def test_hinge_and_slider_soft_limits():
     """Inside the range no force; outside, −k (q − bound) − d q̇."""
     for joint in (
         rigid.HingeJoint(
-            axis=Y, range=jnp.array([-0.5, 0.5]), limit_stiffness=100.0, limit_damping=2.0
+            axis=Y,
+            range=jnp.array([-0.5, 0.5]),
+            limit="soft",
+            limit_stiffness=100.0,
+            limit_damping=2.0,
         ),
         rigid.SliderJoint(
-            axis=Y, range=jnp.array([-0.5, 0.5]), limit_stiffness=100.0, limit_damping=2.0
+            axis=Y,
+            range=jnp.array([-0.5, 0.5]),
+            limit="soft",
+            limit_stiffness=100.0,
+            limit_damping=2.0,
         ),
     ):
         f = lambda q, v, j=joint: float(j.passive_force(jnp.array([q]), jnp.array([v]))[0])
@@ -36,7 +44,7 @@ def test_limit_stops_a_pendulum():
     """A pendulum swinging into a stiff soft limit at 0.5 rad bounces back; the
     overshoot is about the static estimate v √(I/k)."""
     joint = rigid.HingeJoint(
-        axis=Y, range=jnp.array([-0.5, 0.5]), limit_stiffness=1e4, limit_damping=0.0
+        axis=Y, range=jnp.array([-0.5, 0.5]), limit="soft", limit_stiffness=1e4, limit_damping=0.0
     )
     model = rigid.MultiBody(
         [
@@ -68,7 +76,7 @@ def test_limit_stops_a_pendulum():
 
 
 def test_ball_cone_limit():
-    joint = rigid.BallJoint(max_angle=0.3, limit_stiffness=50.0, limit_damping=1.0)
+    joint = rigid.BallJoint(max_angle=0.3, limit="soft", limit_stiffness=50.0, limit_damping=1.0)
     axis = jnp.array([0.0, 0.6, 0.8])
     inside = joint.passive_force(quat_exp(0.2 * axis), jnp.ones(3))
     np.testing.assert_array_equal(inside, 0.0)

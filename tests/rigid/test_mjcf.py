@@ -190,12 +190,12 @@ def test_converters_and_initial_state():
 
 
 def test_limits_rest_like_mujoco():
-    """Soft limits from MuJoCo's solref, on the bounds `range − ref`: the servo presses
-    the arm onto its upper limit and gravity the cart onto its lower end stop; after
-    4 s both rest within 1e-2 (rad, m) of where MuJoCo's constraints hold them
-    (measured 8e-3 rad and 1.3e-3 m: the penalty, a spring of MuJoCo's time constant
-    τ = 0.02 at the dof's effective inertia, sinks about τ² × the load's acceleration
-    into the limit; MuJoCo's constraint about 20 times less)."""
+    """Hard limits on the bounds `range − ref`: the servo presses the arm onto its
+    upper limit and gravity the cart onto its lower end stop; after 4 s both rest
+    within 1e-3 (rad, m) of where MuJoCo's constraints hold them (measured 5.5e-4 rad
+    and 1.5e-4 m: MuJoCo's acceleration-level constraint rests 6.0e-4 rad and
+    1.6e-4 m past the bounds, sciad's velocity-level one 5e-5 and 8e-6). With soft
+    limits (spring-dampers of MuJoCo's time constant) the gaps were 8e-3 and 1.3e-3."""
     m = mujoco.MjModel.from_xml_string(SERVO_LIMITED)
     control = [0.5, 0.2, -0.1]
     mj = rigid.from_mujoco(m, control=rigid.ConstantControl(jnp.asarray(control)))
@@ -203,8 +203,9 @@ def test_limits_rest_like_mujoco():
     y1 = sciad.simulate(mj.model, mj.y0, dt=mj.dt, n_steps=n, integrator=mj.integrator).y1
     qpos, _ = mujoco_run(m, m.qpos0, np.zeros(2), n, [control] * n)
     upper, lower = m.jnt_range[0, 1], m.jnt_range[1, 0]
+    assert [j.limit for j in mj.model.joints] == ["hard", "hard"]
     assert qpos[0] > upper - 1e-3 and qpos[1] < lower + 1e-3  # both on their limits
-    assert np.max(np.abs(np.asarray(mj.q_to_qpos(y1[0])) - qpos)) < 1e-2
+    assert np.max(np.abs(np.asarray(mj.q_to_qpos(y1[0])) - qpos)) < 1e-3
 
 
 def test_options_and_flags():
@@ -348,7 +349,7 @@ def test_ant_scene():
     assert all(float(a.gain) == 150.0 for a in model.actuators)
     assert all(np.array_equal(np.asarray(a.ctrl_range), [-1, 1]) for a in model.actuators)
     hinges = [j for j in model.joints if isinstance(j, rigid.HingeJoint)]
-    assert len(hinges) == 8 and all(j.range is not None for j in hinges)
+    assert len(hinges) == 8 and all(j.range is not None and j.limit == "hard" for j in hinges)
     assert mj.dt == 0.01 and float(model.contact.time_constant) == 0.02
     q = mj.y0[0].at[2].set(0.0)
     ours, theirs, _, _ = contact_pairs(m, mujoco.MjData(m), mj, q)
@@ -358,10 +359,10 @@ def test_ant_scene():
 @pytest.mark.slow
 def test_ant_falls_like_mujoco():
     """The ant dropped with its ankles inside their ranges (at ±0.9 rad) lands and
-    settles on its legs: the torso height and the ankle angles follow MuJoCo's within
-    2 cm and 0.05 rad over 2 s (measured 1.3 cm at the landing, 7 mm after 2 s, and
-    0.017 rad; the contact models differ: sciad's is velocity-level with MuJoCo's time
-    constant and impedance)."""
+    settles on its legs, its hinges' limits hard: the torso height and the ankle
+    angles follow MuJoCo's within 2 cm and 0.05 rad over 2 s (measured 1.3 cm at the
+    landing, 6 mm after 2 s, and 0.017 rad; the constraint models differ: sciad's is
+    velocity-level with MuJoCo's time constant and impedance)."""
     m = mujoco.MjModel.from_xml_path(str(ANT))
     mj = rigid.from_mujoco(m)
     qpos = np.array(m.qpos0)
