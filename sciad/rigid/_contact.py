@@ -805,7 +805,8 @@ class _Cone(NamedTuple):
 def _cone(y: Array, mu: Array) -> _Cone:
     yn, yt = y[..., 0], y[..., 1:]
     s, direction = _unit(yt, jnp.zeros_like(yt))
-    inside = s <= mu * yn
+    # yn ≥ 0 matters only for μ = 0, where ‖t‖ ≤ μ yn would admit (yn < 0, t = 0).
+    inside = (s <= mu * yn) & (yn >= 0)
     return _Cone(s, direction, inside, mu * s <= -yn, (yn + mu * s) / (1.0 + mu**2))
 
 

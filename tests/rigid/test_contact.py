@@ -864,10 +864,11 @@ def test_an_unconverged_solve_is_reported():
 
 
 def numpy_cone_projection(y, mu):
-    """Π_K onto {‖t‖ ≤ μ n}, written independently of sciad (Moreau: y = Π_K(y) + Π_K°(y))."""
+    """Π_K onto {n ≥ 0, ‖t‖ ≤ μ n}, written independently of sciad (Moreau:
+    y = Π_K(y) + Π_K°(y))."""
     n, t = y[0], y[1:]
     s = np.linalg.norm(t)
-    if s <= mu * n:
+    if s <= mu * n and n >= 0:
         return y
     if mu * s <= -n:
         return np.zeros(3)
@@ -876,12 +877,16 @@ def numpy_cone_projection(y, mu):
 
 
 def test_stiff_solves_that_converge_are_not_reported_as_failed():
-    """500 random stiff problems (softness 1e-5, 8 dofs, up to 6 contacts). Newton's
-    quadratic constant is large when a contact crosses its cone's edge in the last
-    steps, so the last step can be above the tolerance while the solution is already
-    exact: such solves must count as converged (three did not, when the test was the
-    last step's size). Each solution is checked independently by the optimality
-    conditions M (v − v_free) = Σ J_cᵀ γ_c, γ_c = Π_K(û_c − J_c v)/R_c ∈ K."""
+    """500 random stiff problems (softness 1e-5, 8 dofs, up to 6 contacts and 2 hard
+    joint limits). Newton's quadratic constant is large when a contact crosses its
+    cone's edge in the last steps, so the last step can be above the tolerance while
+    the solution is already exact: such solves must count as converged (three did not,
+    when the test was the last step's size). Each solution is checked independently
+    by the optimality conditions M (v − v_free) = Σ J_cᵀ γ_c + J_Lᵀ γ_L,
+    γ_c = Π_K(û_c − J_c v)/R_c ∈ K, γ_L = max(û_L − J_L v, 0)/R_L ≥ 0. A fifth of the
+    contacts are frictionless with no tangential motion (y_t = 0 exactly), where
+    K = {n ≥ 0, t = 0} must not take in y_n < 0: a frictionless contact that separates
+    faster than its reference once pulled the bodies back together."""
     from sciad.rigid._contact import solve_contacts
 
     rng = np.random.default_rng(0)
@@ -890,23 +895,38 @@ def test_stiff_solves_that_converge_are_not_reported_as_failed():
     mass = a @ np.swapaxes(a, 1, 2) / nv + 0.1 * np.eye(nv)
     v_free = rng.normal(size=(b, nv))
     jac = rng.normal(size=(b, nc, 3, nv))
+    frictionless = rng.random((b, nc)) < 0.2
+    jac[..., 1:, :] *= ~frictionless[..., None, None]
     u_ref = np.zeros((b, nc, 3))
     u_ref[..., 0] = 0.5 * rng.normal(size=(b, nc))
-    w = np.einsum("bck,bkl,bcl->bc", jac[:, :, 0], np.linalg.inv(mass), jac[:, :, 0])
+    minv = np.linalg.inv(mass)
+    w = np.einsum("bck,bkl,bcl->bc", jac[:, :, 0], minv, jac[:, :, 0])
     inv_r = np.where(rng.random((b, nc)) < 0.7, 1 / (1e-5 * w), 0.0)
-    mu = rng.uniform(0.1, 1.5, (b, nc))
+    mu = np.where(frictionless, 0.0, rng.uniform(0.1, 1.5, (b, nc)))
+    lim_jac = np.zeros((b, 2, nv))  # ±1 on one dof each, as for hinges and sliders
+    lim_jac[:, 0, 0], lim_jac[:, 1, 5] = rng.choice([-1.0, 1.0], (2, b))
+    lim_ref = 0.5 * rng.normal(size=(b, 2))
+    lim_inv_r = np.where(rng.random((b, 2)) < 0.7, 1 / (1e-5 * minv[:, [0, 5], [0, 5]]), 0.0)
     model = rigid.ContactModel(max_iterations=200)
-    solve = jax.jit(jax.vmap(lambda *p: solve_contacts(*p[:2], p[1], *p[2:], model)))
-    v, ok = map(np.asarray, solve(mass, v_free, jac, u_ref, inv_r, mu))
+    solve = jax.jit(jax.vmap(lambda *p: solve_contacts(*p[:2], p[1], *p[2:6], model, p[6:])))
+    v, ok = map(np.asarray, solve(mass, v_free, jac, u_ref, inv_r, mu, lim_jac, lim_ref, lim_inv_r))
     assert ok.all()
+    separating = 0
     for i in range(b):
         y = u_ref[i] - jac[i] @ v[i]
         proj = np.stack([numpy_cone_projection(y[c], mu[i, c]) for c in range(nc)])
         gamma = inv_r[i, :, None] * proj
-        residual = mass[i] @ (v[i] - v_free[i]) - np.einsum("cij,ci->j", jac[i], gamma)
+        gamma_lim = lim_inv_r[i] * np.maximum(lim_ref[i] - lim_jac[i] @ v[i], 0.0)
+        residual = (
+            mass[i] @ (v[i] - v_free[i])
+            - np.einsum("cij,ci->j", jac[i], gamma)
+            - lim_jac[i].T @ gamma_lim
+        )
         momentum = np.abs(mass[i] @ v_free[i]).max() + np.abs(jac[i]).max() * np.abs(gamma).max()
-        assert np.abs(residual).max() <= 1e-9 * momentum
+        assert np.abs(residual).max() <= 1e-9 * (momentum + np.abs(gamma_lim).max())
         assert np.all(np.linalg.norm(gamma[:, 1:], axis=1) <= mu[i] * gamma[:, 0] * (1 + 1e-12))
+        separating += np.sum(frictionless[i] & (inv_r[i] > 0) & (y[:, 0] < 0))
+    assert separating > 20  # the frictionless case above is exercised
 
 
 # ------------------------------------------------------------------ MuJoCo C
