@@ -845,13 +845,13 @@ def test_vmap_over_initial_velocities_matches_a_loop(sliding_box):
     Newton iterations, so under vmap the loop advances only the worlds still iterating,
     four at a time): values and `vmap` of `grad` equal unbatched runs."""
     vxs = jnp.linspace(0.2, 1.7, 16)
-    batched = jax.jit(jax.vmap(lambda vx: stop_x(sliding_box, vx, n=200)))(vxs)
-    grads = jax.jit(jax.vmap(jax.grad(lambda vx: stop_x(sliding_box, vx, n=200))))(vxs)
-    one = jax.jit(lambda vx: stop_x(sliding_box, vx, n=200))
-    one_grad = jax.jit(jax.grad(lambda vx: stop_x(sliding_box, vx, n=200)))
+    value_and_grad = jax.value_and_grad(lambda vx: stop_x(sliding_box, vx, n=200))
+    batched, grads = jax.jit(jax.vmap(value_and_grad))(vxs)
+    one = jax.jit(value_and_grad)
     for i in (0, 7, 15):
-        np.testing.assert_allclose(float(batched[i]), float(one(vxs[i])), rtol=1e-13)
-        np.testing.assert_allclose(float(grads[i]), float(one_grad(vxs[i])), rtol=1e-12)
+        value, grad = one(vxs[i])
+        np.testing.assert_allclose(float(batched[i]), float(value), rtol=1e-13)
+        np.testing.assert_allclose(float(grads[i]), float(grad), rtol=1e-12)
 
 
 def test_an_unconverged_solve_is_reported():

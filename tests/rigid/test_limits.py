@@ -120,29 +120,35 @@ def _swing(v0, high, n_steps=600):
 def test_gradients_through_a_limit_impact():
     """A pendulum swung at 2.49 rad/s hits its upper bound 0.3 rad, stops and swings
     back: the final angle's derivatives with respect to the initial speed and the
-    bound (reverse and forward mode) equal central differences (rtol 1e-6), its second
-    derivative in the speed equals central differences of the first, and `vmap` over
-    speeds equals a loop. The final angle is piecewise smooth: it jumps where the step
-    at which the limit first acts changes (every 0.019 rad/s in the speed and 2.3 mrad
-    in the bound here: the limit is caught one step later, a step's travel deeper), as
-    with any time-stepping constraint solver; the point and the differences lie inside
-    one piece (the nearest jumps are 9e-3 rad/s and 1.2e-3 rad away)."""
+    bound, in reverse and forward mode, equal central differences (rtol 1e-6); its
+    Hessian (forward over reverse) equals central differences of the gradient; `vmap`
+    of value and gradient over speeds equals a loop. The final angle is piecewise
+    smooth: it jumps where the step at which the limit first acts changes (every
+    0.019 rad/s in the speed and 2.3 mrad in the bound here: the limit is caught one
+    step later, a step's travel deeper), as with any time-stepping constraint solver;
+    the point and the differences lie inside one piece (the nearest jumps are
+    9e-3 rad/s and 1.2e-3 rad away)."""
+    final = lambda x: _swing(x[0], x[1])  # noqa: E731
     x = jnp.array([2.49, 0.3])
-    f = jax.jit(lambda x: _swing(x[0], x[1]))
-    rev = jax.jit(jax.grad(lambda x: _swing(x[0], x[1])))(x)
-    fwd = jax.jit(jax.jacfwd(lambda x: _swing(x[0], x[1])))(x)
+    value_and_grad = jax.jit(jax.value_and_grad(final))
+    _, rev = value_and_grad(x)
+    fwd = jax.jit(jax.jacfwd(final))(x)
+    hessian = jax.jit(jax.jacfwd(jax.grad(final)))(x)
     for k in range(2):
         e = jnp.zeros(2).at[k].set(1e-6)
-        fd = (f(x + e) - f(x - e)) / 2e-6
+        fd = (value_and_grad(x + e)[0] - value_and_grad(x - e)[0]) / 2e-6
         assert abs(float(fd)) > 1e-2
         np.testing.assert_allclose(rev[k], fd, rtol=1e-6)
+        e = jnp.zeros(2).at[k].set(1e-5)
+        fd2 = (value_and_grad(x + e)[1] - value_and_grad(x - e)[1]) / 2e-5
+        np.testing.assert_allclose(hessian[:, k], fd2, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(fwd, rev, rtol=1e-10)
-    d1 = jax.jit(jax.grad(lambda v: _swing(v, x[1])))
-    second = jax.jit(jax.grad(jax.grad(lambda v: _swing(v, x[1]))))(x[0])
-    fd2 = (d1(x[0] + 1e-4) - d1(x[0] - 1e-4)) / 2e-4
-    np.testing.assert_allclose(second, fd2, rtol=1e-4)
-    speeds = jnp.array([[2.0, 0.3], [2.5, 0.3], [3.0, 0.3]])
-    np.testing.assert_allclose(jax.vmap(f)(speeds), [f(s) for s in speeds], rtol=1e-12)
+    xs = jnp.array([[2.48, 0.3], [2.49, 0.3], [2.49, 0.301]])
+    batched = jax.jit(jax.vmap(value_and_grad))(xs)
+    for i, xi in enumerate(xs):
+        one = value_and_grad(xi)
+        np.testing.assert_allclose(batched[0][i], one[0], rtol=1e-12)
+        np.testing.assert_allclose(batched[1][i], one[1], rtol=1e-12)
 
 
 def test_constraint_errors():
