@@ -427,7 +427,15 @@ def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
     a, b = (-half - x0) / safe, (half - x0) / safe  # where each coordinate meets ∓half
     t_star = _segment_box_deepest(x0, d, half, jnp.stack([a, b]))
     at = x0 + t_star * d
-    free = jnp.abs(at) <= half  # the nearest feature's directions
+    scale = jnp.sum(half) + sa.radius
+    tol = 1e3 * jnp.finfo(d.dtype).eps  # round-off in t and in depths (relative)
+    # The nearest feature's directions. A face's extent is closed, with a margin for
+    # round-off: t* often lies exactly where the segment leaves a face (a level
+    # capsule's deepest points end there), and a test decided by the last bit there
+    # could pick an edge instead, a different contact set, in one evaluation of the
+    # step and the face in another (the forward pass and the recomputation under
+    # `jax.checkpoint`): reverse mode was then wrong on a symmetric pose.
+    free = jnp.abs(at) <= half + tol * scale
     inside = jnp.all(free)
     face_axis = jnp.argmin(half - jnp.abs(at))
     free = jnp.where(inside, jnp.arange(3) != face_axis, free)
@@ -438,8 +446,6 @@ def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
     t_hi = jnp.where(none_free, t_star, jnp.clip(jnp.min(hi), t_star, 1.0))
     t = jnp.stack([t_lo, t_hi, t_star])
     spheres = _spheres_box(p0[None] + t[:, None] * (p1 - p0)[None], sa.radius, rb, pb, half)
-    scale = jnp.sum(half) + sa.radius
-    tol = 1e3 * jnp.finfo(d.dtype).eps  # round-off in t and in depths (relative)
     duplicate_hi = t_hi - t_lo <= tol
     shallow_star = spheres.dist[2] >= jnp.minimum(spheres.dist[0], spheres.dist[1]) - tol * scale
     off = jnp.stack([jnp.asarray(False), duplicate_hi, shallow_star])
