@@ -23,6 +23,28 @@ class Blowup(sciad.AbstractModel):
         return self.rate * y**2
 
 
+class CheckedRK4(sciad.AbstractIntegrator):
+    """RK4 that asks `simulate` to check finiteness after every step (as a contact
+    solver does): the first bad step then comes from the snapshot, with no replay."""
+
+    requires_separable = False
+
+    def order(self):
+        return 4
+
+    def init(self, model, t0, y0):
+        return sciad.RK4().init(model, t0, y0)
+
+    def step(self, model, t, dt, y, state):
+        return sciad.RK4().step(model, t, dt, y, state)
+
+    def check_every_step(self, model):
+        return True
+
+
+CHECKS = pytest.mark.parametrize("integrator", [sciad.RK4(), CheckedRK4()], ids=["blocks", "every"])
+
+
 def _stepwise(model, y0, dt, n, integrator):
     """Reference: a Python loop of integrator.step."""
     y, s, out = y0, integrator.init(model, 0.0, y0), [y0]
@@ -99,9 +121,12 @@ def test_resume_rk4_time_dependent_and_via_disk(tmp_path):
     assert tree_equal_bits(whole.y1, rest.y1)
 
 
-def test_nonfinite_reports_exact_step():
+@CHECKS
+def test_nonfinite_reports_exact_step(integrator):
     model = Blowup(jnp.asarray(1.0))
-    traj = sciad.simulate(model, jnp.array(1.0), dt=0.01, n_steps=300, throw=False)
+    traj = sciad.simulate(
+        model, jnp.array(1.0), dt=0.01, n_steps=300, throw=False, integrator=integrator
+    )
     ref = _stepwise(model, jnp.array(1.0), 0.01, 300, sciad.RK4())
     first = next(i for i, y in enumerate(ref) if not np.isfinite(y))
     assert traj.result == sciad.RESULTS.nonfinite_state
@@ -110,20 +135,32 @@ def test_nonfinite_reports_exact_step():
         sciad.simulate(model, jnp.array(1.0), dt=0.01, n_steps=300)
 
 
-def test_nonfinite_with_saves_and_masked_segments():
+@CHECKS
+def test_nonfinite_with_saves_and_masked_segments(integrator):
     model = Blowup(jnp.asarray(1.0))
     ref = _stepwise(model, jnp.array(1.0), 0.01, 300, sciad.RK4())
     first = next(i for i, y in enumerate(ref) if not np.isfinite(y))
     for saveat in (sciad.SaveAt(steps=7), sciad.SaveAt(ts=jnp.array([0.0, 0.5, 0.52, 2.0]))):
         traj = sciad.simulate(
-            model, jnp.array(1.0), dt=0.01, n_steps=300, throw=False, saveat=saveat
+            model,
+            jnp.array(1.0),
+            dt=0.01,
+            n_steps=300,
+            throw=False,
+            saveat=saveat,
+            integrator=integrator,
         )
         assert int(traj.stats["first_nonfinite_step"]) == first
 
 
-def test_vmap_each_element_reports_its_own_result():
+@CHECKS
+def test_vmap_each_element_reports_its_own_result(integrator):
     model = Blowup(jnp.asarray(1.0))
-    run = jax.vmap(lambda y0: sciad.simulate(model, y0, dt=0.01, n_steps=300, throw=False))
+    run = jax.vmap(
+        lambda y0: sciad.simulate(
+            model, y0, dt=0.01, n_steps=300, throw=False, integrator=integrator
+        )
+    )
     trajs = run(jnp.array([1.0, -1.0, 0.5]))
     ok, bad = sciad.RESULTS.successful, sciad.RESULTS.nonfinite_state
     codes = np.asarray(trajs.result._value)

@@ -66,6 +66,16 @@ class AbstractIntegrator(eqx.Module):
         """Raise a precise error, before tracing, if this integrator cannot run `model`
         (beyond `requires_separable`). Default: nothing to check."""
 
+    def check_every_step(self, model: AbstractModel) -> bool:
+        """Whether `simulate` checks the state for non-finite values after every step.
+        Default `False`: once per block of about 32 steps, replaying the block on
+        failure to find the first bad step, because the reduction costs as much as a
+        cheap step. Integrators whose step costs far more than that reduction (a
+        contact solve) return `True`: the first bad step is then known without a
+        replay, so the compiled program holds one copy of the step, not two.
+        """
+        return False
+
     def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
         """The model as the integrator currently sees it; default: `model` unchanged.
 

@@ -259,14 +259,15 @@ CHECK_EVERY = 32
 MAX_BLOCK = 2 * CHECK_EVERY
 
 
-def block_length(n: int) -> int:
-    """The steps per check block for a run of `n` steps: CHECK_EVERY, or the divisor
-    of `n` nearest to it within [CHECK_EVERY/2, MAX_BLOCK], so that the run is
-    whole blocks and the step is compiled once (a remainder is a second copy of the
-    step in the compiled program: about a second of compile time for a contact step).
-    Falls back to CHECK_EVERY (and a remainder) when no such divisor exists."""
-    if n % CHECK_EVERY == 0:
-        return CHECK_EVERY
+def block_length(n: int, every: int = CHECK_EVERY) -> int:
+    """The steps per check block for a run of `n` steps: `every` (CHECK_EVERY, or 1
+    for integrators that check every step), or the divisor of `n` nearest to it
+    within [CHECK_EVERY/2, MAX_BLOCK], so that the run is whole blocks and the step
+    is compiled once (a remainder is a second copy of the step in the compiled
+    program: about a second of compile time for a contact step). Falls back to
+    CHECK_EVERY (and a remainder) when no such divisor exists."""
+    if n % every == 0:
+        return every
     near = sorted(range(CHECK_EVERY // 2, MAX_BLOCK + 1), key=lambda b: abs(b - CHECK_EVERY))
     return next((b for b in near if n % b == 0), CHECK_EVERY)
 
@@ -277,6 +278,7 @@ def _run(
 ) -> Trajectory:
     if istate is None:
         istate = integrator.init(model, t0, y0)
+    every = 1 if integrator.check_every_step(model) else CHECK_EVERY
 
     def step(c):
         y, s, t, k = c
@@ -311,7 +313,7 @@ def _run(
         return run
 
     def steps(x, length, stepper):
-        block = block_length(length)
+        block = block_length(length, every)
         nb, rem = divmod(length, block)
         x = loop(checked(stepper, block), x, nb)
         return checked(stepper, rem)(x) if rem else x
@@ -346,7 +348,7 @@ def _run(
             width = int(gaps.max())
             # Save intervals shorter than a check block are grouped, so that the
             # finiteness check still runs about once per CHECK_EVERY steps.
-            per_check = max(1, CHECK_EVERY // width)
+            per_check = max(1, every // width)
             stepper = plain_step if uniform else masked_step
 
             def segment(x, g):
@@ -396,13 +398,16 @@ def _run(
             ys,
         )
     (y1, istate, t1, k), good, bad = x
-    # Lazy: a plain cond on the batched flag would replay a block for every world of
-    # a vmapped run (a third more steps for a 195-step run), bad or not.
-    first_bad = lazy_cond(
-        bad,
-        lambda: _first_bad_step(lambda c: count(step(c), 1), good, min(MAX_BLOCK, n_run)),
-        lambda: jnp.asarray(-1, jnp.int32),
-    )
+    if every == 1:  # the snapshot is the state just before the first bad step
+        first_bad = jnp.where(bad, good[3] + 1, -1)
+    else:
+        # Lazy: a plain cond on the batched flag would replay a block for every world
+        # of a vmapped run (a third more steps for a 195-step run), bad or not.
+        first_bad = lazy_cond(
+            bad,
+            lambda: _first_bad_step(lambda c: count(step(c), 1), good, min(MAX_BLOCK, n_run)),
+            lambda: jnp.asarray(-1, jnp.int32),
+        )
     result = RESULTS.where(bad, RESULTS.nonfinite_state, integrator.status(istate))
     stats = {"num_steps": k, "first_nonfinite_step": first_bad}
     return Trajectory(ts, ys, t1, y1, istate, result, stats)

@@ -66,6 +66,12 @@ class SemiImplicitEuler(AbstractIntegrator):
         """1."""
         return 1
 
+    def check_every_step(self, model: AbstractModel) -> bool:
+        """With contacts or hard limits: a step is a Newton solve, so a finiteness
+        reduction after each costs little and saves compiling the step a second time
+        for the replay that would find the first bad step."""
+        return _multibody(self, model).constrained
+
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """No state without constraints; with contacts or hard limits, a flag: has a
         solve failed."""

@@ -162,6 +162,9 @@ def test_constraint_errors():
         model.vector_field(0.0, y0)
     soft = _pendulum(-0.5, 0.5, limit="soft")
     assert not soft.constrained and isinstance(soft.default_integrator(), rigid.RKMK4)
+    # A constrained step is a Newton solve: simulate checks finiteness after each.
+    euler = rigid.SemiImplicitEuler()
+    assert euler.check_every_step(model) and not euler.check_every_step(soft)
     with pytest.raises(ValueError, match="'hard' .* or 'soft'"):
         rigid.HingeJoint(range=(-1.0, 1.0), limit="stiff")
 
