@@ -340,20 +340,25 @@ def test_geom_pairs_match_mj_collision():
 
 def test_ant_scene():
     """benchmarks/scenes/ant.xml: 13 bodies (4 welded stubs), nq 15, nv 14, eight
-    motors (gear 150, controls clamped to ±1), limited hinges; lowered into the ground
-    every geom touches it, and the 13 torso/leg–ground pairs are MuJoCo's."""
-    m = mujoco.MjModel.from_xml_path(str(ANT))
-    mj = rigid.from_mujoco(m)
-    model = mj.model
+    motors (gear 150, controls clamped to ±1), limited hinges. Lowered into the ground
+    only its four feet touch it, as in Brax's ant; with every geom made to collide
+    (contype 1), the 17 torso/leg/foot–ground pairs are MuJoCo's."""
+    xml = ANT.read_text()
+    model = rigid.from_mujoco(mujoco.MjModel.from_xml_string(xml)).model
     assert (model.nq, model.nv, len(model.names), len(model.actuators)) == (15, 14, 13, 8)
     assert all(float(a.gain) == 150.0 for a in model.actuators)
     assert all(np.array_equal(np.asarray(a.ctrl_range), [-1, 1]) for a in model.actuators)
     hinges = [j for j in model.joints if isinstance(j, rigid.HingeJoint)]
     assert len(hinges) == 8 and all(j.range is not None and j.limit == "hard" for j in hinges)
-    assert mj.dt == 0.01 and float(model.contact.time_constant) == 0.02
-    q = mj.y0[0].at[2].set(0.0)
-    ours, theirs, _, _ = contact_pairs(m, mujoco.MjData(m), mj, q)
-    assert len(theirs) == 13 and ours == theirs
+    every = xml.replace('contype="0" conaffinity="0"/>', 'contype="1" conaffinity="0"/>')
+    assert every != xml
+    for text, n in ((xml, 4), (every, 17)):
+        m = mujoco.MjModel.from_xml_string(text)
+        mj = rigid.from_mujoco(m)
+        assert mj.dt == 0.01 and float(mj.model.contact.time_constant) == 0.02
+        q = mj.y0[0].at[2].set(0.0)
+        ours, theirs, _, _ = contact_pairs(m, mujoco.MjData(m), mj, q)
+        assert len(theirs) == n and ours == theirs
 
 
 @pytest.mark.slow
