@@ -97,14 +97,21 @@ class SemiImplicitEuler(AbstractIntegrator):
         m = terms.mass_matrix
         if self.implicit_damping:
             m = m + jnp.diag(dt * terms.damping)
-        chol = jax.scipy.linalg.cho_factor(m)
-        v_free = v + dt * jax.scipy.linalg.cho_solve(
-            chol, terms.applied + terms.gravity - terms.coriolis
-        )
+        # One solve with M for the free motion and every constraint row, M⁻¹[f, J_nᵀ, J_Lᵀ].
+        rhs = [(terms.applied + terms.gravity - terms.coriolis)[:, None]]
         if mb.pairs:
             c = mb._contacts(f)
             _, jac = mb._contact_jacobian(f, c)
-            minv_jn = jax.scipy.linalg.cho_solve(chol, jac[:, 0, :].T)
+            rhs.append(jac[:, 0, :].T)
+        if mb.limited.size:
+            dist, lim_jac = mb._limits(f)
+            rhs.append(lim_jac.T)
+        sol = jax.scipy.linalg.cho_solve(
+            jax.scipy.linalg.cho_factor(m), jnp.concatenate(rhs, axis=1)
+        )
+        v_free = v + dt * sol[:, 0]
+        if mb.pairs:
+            minv_jn = sol[:, 1 : 1 + jac.shape[0]]
             u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
             mu = c.friction
         else:
@@ -112,8 +119,7 @@ class SemiImplicitEuler(AbstractIntegrator):
             inv_r = mu = jnp.zeros(0, v.dtype)
         limits = None
         if mb.limited.size:
-            dist, lim_jac = mb._limits(f)
-            minv_jl = jax.scipy.linalg.cho_solve(chol, lim_jac.T)
+            minv_jl = sol[:, sol.shape[1] - lim_jac.shape[0] :]
             limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, mb.contact))
         # Warm start from the current velocity: the previous step's solution.
         v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
