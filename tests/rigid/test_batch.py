@@ -1,10 +1,14 @@
 """Batches of worlds are `vmap`: 1,024 chains with their own initial states, masses and
 controls in one call, identical to running them one by one."""
 
+from pathlib import Path
+import re
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import sciad
 import sciad.rigid as rigid
@@ -49,3 +53,22 @@ def test_vmap_over_1024_worlds():
         one = rollout(model, scale[i], controls[i], q0[i], v0[i])
         np.testing.assert_allclose(batched[0][i], one[0], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(batched[1][i], one[1], rtol=1e-12, atol=1e-12)
+
+
+def test_batched_contact_step_keeps_one_chain_of_lapack_calls():
+    """Under `vmap` on CPU, two batched LAPACK calls in flight at once can deadlock
+    jaxlib's thread pool (docs/design.md, "Batched Cholesky on CPU"). The contact step
+    of a model with contacts and hard limits must therefore factor M once and solve
+    once (stacked right-hand sides), then factor and solve in the Newton loop and once
+    after it: 2 factorisations and 3 solves (2 triangular solves each), all chained."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("LAPACK custom calls are the CPU lowering")
+    mujoco = pytest.importorskip("mujoco")
+    ant = Path(__file__).resolve().parents[2] / "benchmarks" / "scenes" / "ant.xml"
+    mj = rigid.from_mujoco(mujoco.MjModel.from_xml_path(str(ant)))
+    assert mj.model.pairs and mj.model.limited.size
+    y0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), mj.y0)
+    step = jax.vmap(lambda y: mj.integrator.step(mj.model, 0.0, mj.dt, y, False)[0])
+    hlo = jax.jit(step).lower(y0).compile().as_text()
+    calls = re.findall(r'custom_call_target="(lapack_\w+)"', hlo)
+    assert sorted(calls) == ["lapack_dpotrf_ffi"] * 2 + ["lapack_dtrsm_ffi"] * 6, calls
