@@ -484,26 +484,34 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     depth is its height (x − c)·n above the reference face (negative: penetrating),
     its contact point midway, x − ½ depth n. Candidates that are not vertices of the
     patch, or repeat an earlier one (within 1e-7 of the boxes' size; 1e-5 in float32), get
-    `placeholder` (> 0)."""
+    `placeholder` (> 0). The rectangles and the edges' parameter ranges are closed with
+    a round-off margin: where edges align (boxes of one size stacked), a vertex lies on
+    a side exactly, and a strict test let round-off drop it, differently in
+    `jax.checkpoint`'s recomputation; with the margin it is found (once, after the
+    de-duplication), however the last bit falls."""
     n = ref.normal
+    scale = jnp.sum(ref.half) + jnp.sum(inc.half)
+    tol = 1e3 * jnp.finfo(n.dtype).eps  # relative round-off in coordinates and t
+    ref_half, inc_half = ref.half + tol * scale, inc.half + tol * scale
     signs = jnp.asarray([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], n.dtype)
     x0 = inc.centre[None] + (signs * inc.half[None]) @ inc.axes  # corners, in cycle
     x1 = jnp.roll(x0, -1, axis=0)
     c0 = (x0 - ref.centre[None]) @ ref.axes.T  # (4, 2), in the reference face's frame
     c1 = (x1 - ref.centre[None]) @ ref.axes.T
-    corner_ok = jnp.all(jnp.abs(c0) < ref.half[None], axis=-1)
+    corner_ok = jnp.all(jnp.abs(c0) <= ref_half[None], axis=-1)
     rc = ref.centre[None] + (signs * ref.half[None]) @ ref.axes
     lift = ((inc.centre[None] - rc) @ inc.normal) / (n @ inc.normal)  # |n·inc| ≥ 1/√3
     xr = rc + lift[:, None] * n[None]
-    ref_ok = jnp.all(jnp.abs((xr - inc.centre[None]) @ inc.axes.T) < inc.half[None], axis=-1)
+    ref_ok = jnp.all(jnp.abs((xr - inc.centre[None]) @ inc.axes.T) <= inc_half[None], axis=-1)
     # crossings with the side lines (coordinate j = ±half[j], the other one bounded)
     line = jnp.asarray([1.0, -1.0], n.dtype)[None, :, None] * ref.half[:, None, None]
     a0, da = c0.T, (c1 - c0).T  # (2, 4)
     ok = jnp.abs(da) > 1e-12 * (jnp.abs(a0) + jnp.abs(c1.T) + ref.half[:, None])
     t = (line - a0[:, None]) / jnp.where(ok, da, 1.0)[:, None]  # (2 coords, 2 sides, 4)
     other = a0[::-1, None] + t * da[::-1, None]
-    cross_ok = ok[:, None] & (t >= 0) & (t <= 1) & (jnp.abs(other) <= ref.half[::-1, None, None])
-    t = jnp.where(cross_ok, t, 0.0).reshape(16)
+    cross_ok = ok[:, None] & (t >= -tol) & (t <= 1 + tol)
+    cross_ok = cross_ok & (jnp.abs(other) <= ref_half[::-1, None, None])
+    t = jnp.where(cross_ok, jnp.clip(t, 0.0, 1.0), 0.0).reshape(16)
     edge_of = jnp.tile(jnp.arange(4), 4)
     xc = x0[edge_of] + t[:, None] * (x1 - x0)[edge_of]
     x = jnp.concatenate([x0, xr, xc])
