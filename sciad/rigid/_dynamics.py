@@ -134,7 +134,7 @@ def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, Arr
     translations (n, 3), the body-frame motion subspaces (nv, 6), the joints'
     passive forces, damping and armature (nv,) each; and, if any joint has a hard
     limit, the limits' constraint values (n,) and derivatives (nv,) (else `None`)."""
-    limits = any(j.hard_limited for j in mb.joints)
+    limits = bool(mb.limited.size)
 
     def fn(j, qj, vj):
         quat, trans = j.transform(qj)

@@ -187,17 +187,17 @@ def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
 # --------------------------------------------------------------------------- conversion
 
 
-def _hard_limit_time_constant(m: Any, mujoco: Any) -> float | None:
-    """The time constant of the hard limits: the contacts' (sciad's ContactModel takes
-    one), or without contacts the first limit's that can be hard; `None` (every limit
-    soft) under RK4, which has no constraint solve, or when limits are disabled."""
+def _hard_limit_time_constant(m: Any, mujoco: Any, contact_tau: float | None) -> float | None:
+    """The time constant of the hard limits: the contacts' `contact_tau` (sciad's
+    ContactModel takes one), or without contacts the first limit's that can be hard;
+    `None` (every limit soft) under RK4, which has no constraint solve, or when limits
+    are disabled."""
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) or any(
         disabled(m, mujoco, flag) for flag in ("mjDSBL_CONSTRAINT", "mjDSBL_LIMIT")
     ):
         return None
-    _, ids, _ = colliding_geoms(m, mujoco)
-    if ids:
-        return refsafe(m, mujoco, float(m.geom_solref[ids[0]][0]))
+    if contact_tau is not None:
+        return contact_tau
     taus = (hard_limit_time_constant(m, mujoco, j) for j in range(m.njnt) if m.jnt_limited[j])
     return next((tau for tau in taus if tau is not None), None)
 
@@ -278,7 +278,11 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         raise TypeError(f"from_mujoco needs a compiled mujoco.MjModel; got {type(m).__name__}.")
     label = Labels(mujoco, m)
     _check_model(m, mujoco, label)
-    hard_tau = _hard_limit_time_constant(m, mujoco)
+    colliding = colliding_geoms(m, mujoco)
+    ids = colliding[1]
+    # The contacts' time constant (MuJoCo's first colliding geom's), shared by the limits.
+    contact_tau = refsafe(m, mujoco, float(m.geom_solref[ids[0]][0])) if ids else None
+    hard_tau = _hard_limit_time_constant(m, mujoco, contact_tau)
 
     # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
     # each MuJoCo body's frame in its owner's frame.
@@ -328,7 +332,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     actuators = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
-    geoms, geom_ids, exclude, contact, mj_pairs = convert_geoms(m, mujoco, label, owner, frame)
+    geoms, geom_ids, exclude, contact, mj_pairs = convert_geoms(
+        m, mujoco, label, owner, frame, colliding, contact_tau
+    )
     if contact is None and hard_tau is not None:
         contact = constraint_model(hard_tau)
     try:

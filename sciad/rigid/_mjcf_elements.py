@@ -320,6 +320,8 @@ def convert_geoms(
     label: Labels,
     owner: list[str | None],
     frame: list[tuple[np.ndarray, np.ndarray]],
+    colliding: tuple[set[tuple[int, int]], list[int], set],
+    tau: float | None,
 ) -> tuple[
     list[Geom],
     list[int],
@@ -328,8 +330,9 @@ def convert_geoms(
     set[tuple[int, int]],
 ]:
     """The colliding geoms, their MuJoCo ids, the exclusions, the contact model and
-    MuJoCo's colliding geom pairs."""
-    pairs, ids, excluded = colliding_geoms(m, mujoco)
+    MuJoCo's colliding geom pairs, from `colliding` (`colliding_geoms`) and the
+    contacts' time constant `tau` (after `refsafe`)."""
+    pairs, ids, excluded = colliding
     if not ids:
         return [], [], [], None, pairs
     plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
@@ -418,5 +421,6 @@ def convert_geoms(
                 and _body_filtered(m, b1, b2, excluded)
             ):
                 exclude.add((owner[b1], owner[b2]))
-    contact = constraint_model(refsafe(m, mujoco, float(m.geom_solref[ids[0]][0])))
+    assert tau is not None  # there are colliding geoms
+    contact = constraint_model(tau)
     return geoms, ids, sorted(exclude, key=str), contact, pairs
