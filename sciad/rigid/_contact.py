@@ -288,6 +288,14 @@ def _segments_closest(p0: Array, p1: Array, q0: Array, q1: Array) -> tuple[Array
     return p0 + s * d1, q0 + t * d2
 
 
+def _round_off(dtype: jnp.dtype) -> float:
+    """The narrow phase's relative round-off margin, 1e3·eps. A discrete choice that
+    can sit at an exact tie (which feature is nearest, which patch vertex is kept) is
+    closed with it, so the forward pass and `jax.checkpoint`'s recomputation choose
+    alike (docs/design.md)."""
+    return 1e3 * float(jnp.finfo(dtype).eps)
+
+
 def _plane_sphere(sa, ra, pa, sb, rb, pb) -> _Points:
     return _plane_points(ra, pa, pb[None], sb.radius)
 
@@ -428,7 +436,7 @@ def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
     t_star = _segment_box_deepest(x0, d, half, jnp.stack([a, b]))
     at = x0 + t_star * d
     scale = jnp.sum(half) + sa.radius
-    tol = 1e3 * jnp.finfo(d.dtype).eps  # round-off in t and in depths (relative)
+    tol = _round_off(d.dtype)  # in t and in depths (relative)
     # The nearest feature's directions. A face's extent is closed, with a margin for
     # round-off: t* often lies exactly where the segment leaves a face (a level
     # capsule's deepest points end there), and a test decided by the last bit there
@@ -491,7 +499,7 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     de-duplication), however the last bit falls."""
     n = ref.normal
     scale = jnp.sum(ref.half) + jnp.sum(inc.half)
-    tol = 1e3 * jnp.finfo(n.dtype).eps  # relative round-off in coordinates and t
+    tol = _round_off(n.dtype)  # in coordinates and t (relative)
     ref_half, inc_half = ref.half + tol * scale, inc.half + tol * scale
     signs = jnp.asarray([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], n.dtype)
     x0 = inc.centre[None] + (signs * inc.half[None]) @ inc.axes  # corners, in cycle

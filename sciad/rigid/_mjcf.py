@@ -332,11 +332,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     actuators = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
-    geoms, geom_ids, exclude, contact, mj_pairs = convert_geoms(
-        m, mujoco, label, owner, frame, colliding, contact_tau
-    )
-    if contact is None and hard_tau is not None:
-        contact = constraint_model(hard_tau)
+    geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
+    # One contact model for contacts and hard limits: the contacts' τ, else the limits'.
+    tau = contact_tau if contact_tau is not None else hard_tau
+    contact = None if tau is None else constraint_model(tau)
     try:
         model = MultiBody(
             bodies,

@@ -321,20 +321,17 @@ def convert_geoms(
     owner: list[str | None],
     frame: list[tuple[np.ndarray, np.ndarray]],
     colliding: tuple[set[tuple[int, int]], list[int], set],
-    tau: float | None,
 ) -> tuple[
     list[Geom],
     list[int],
     list[tuple[str | None, str | None]],
-    ContactModel | None,
     set[tuple[int, int]],
 ]:
-    """The colliding geoms, their MuJoCo ids, the exclusions, the contact model and
-    MuJoCo's colliding geom pairs, from `colliding` (`colliding_geoms`) and the
-    contacts' time constant `tau` (after `refsafe`)."""
+    """The colliding geoms, their MuJoCo ids, the exclusions and MuJoCo's colliding
+    geom pairs, from `colliding` (`colliding_geoms`)."""
     pairs, ids, excluded = colliding
     if not ids:
-        return [], [], [], None, pairs
+        return [], [], [], pairs
     plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
     if disabled(m, mujoco, "mjDSBL_FILTERPARENT"):
         raise ValueError(
@@ -421,6 +418,4 @@ def convert_geoms(
                 and _body_filtered(m, b1, b2, excluded)
             ):
                 exclude.add((owner[b1], owner[b2]))
-    assert tau is not None  # there are colliding geoms
-    contact = constraint_model(tau)
-    return geoms, ids, sorted(exclude, key=str), contact, pairs
+    return geoms, ids, sorted(exclude, key=str), pairs
