@@ -40,8 +40,9 @@ def test_bad_inputs_give_precise_errors_as_users_see_them():
 def test_traced_nonpositive_dt_is_reported_at_run_time():
     model = sciad.ode.Pendulum(length=1.0, gravity=9.81, damping=0.1)
     run = jax.jit(lambda dt: sciad.simulate(model, jnp.array([1.0, 0.0]), dt=dt, n_steps=10).y1)
-    # Under a plain jax.jit, equinox surfaces the same message as a JaxRuntimeError.
+    # Under a plain jax.jit, equinox surfaces the same message as a JaxRuntimeError. On a
+    # GPU it surfaces when the result is waited for (asynchronous dispatch).
     with pytest.raises(
         (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="dt must be positive"
     ):
-        run(-0.1)
+        jax.block_until_ready(run(-0.1))

@@ -111,10 +111,11 @@ ad.primitive_transposes[_scatter_p] = _scatter_transpose
 
 
 def _batched(args, dims, size):
-    """Every argument with the batch on axis 0 (broadcast where unbatched)."""
+    """Every argument with the batch on axis 0 (broadcast where unbatched). An unbatched
+    argument's dim is `None` (jax 0.11 removed its alias `batching.not_mapped`)."""
     return [
         jnp.broadcast_to(a, (size,) + a.shape)
-        if d is batching.not_mapped
+        if d is None
         else jnp.moveaxis(a, d, 0)
         for a, d in zip(args, dims, strict=True)
     ]
@@ -128,14 +129,14 @@ def _flat(idx, rows: int):
 
 
 def _size(args, dims):
-    return next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not batching.not_mapped)
+    return next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
 
 
 def _difference_batch(args, dims):
     x, i, j = args
     bx, bi, bj = dims
     b = _size(args, dims)
-    if bx is batching.not_mapped:  # one array, a batch of index vectors
+    if bx is None:  # one array, a batch of index vectors
         i, j = _batched((i, j), (bi, bj), b)
         out = _difference_p.bind(x, i.reshape(-1), j.reshape(-1))
         return out.reshape(i.shape + x.shape[1:]), 0
