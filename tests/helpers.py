@@ -4,6 +4,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 
 def tree_allclose(a, b, *, rtol=1e-7, atol=1e-9) -> bool:
@@ -50,3 +51,14 @@ def with_leaf(model, where, value):
 def fit_order(dts, errors) -> float:
     """Slope of log(error) against log(dt): the observed convergence order."""
     return float(np.polyfit(np.log(dts), np.log(errors), 1)[0])
+
+
+# On a GPU, XLA may perform the pair forces' scatter-add with atomic additions in a
+# run-dependent order: repeated and resumed MD runs then agree to round-off, not bit for
+# bit (seen on an H100 with jax 0.11.2, where the ODE resume tests stayed bit-exact).
+# docs/md.md, "Determinism on a GPU".
+xfail_bitwise_on_gpu = pytest.mark.xfail(
+    jax.default_backend() == "gpu",
+    reason="GPU scatter-add order is not deterministic (docs/md.md)",
+    strict=False,
+)
