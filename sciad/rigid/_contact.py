@@ -147,8 +147,9 @@ class ContactModel(eqx.Module):
     contact stays on the surface: it sinks only by τ μ² g h (the slip falls by μ g h
     within a step h), 5e-5 m for μ = 0.5, h = 1 ms and the default τ.
 
-    **The smoothness parameter** is `softness` ε: R_c = ε · (J M⁻¹ Jᵀ)_nn, the
-    contact's compliance relative to its effective inverse mass. ε → 0 is a hard,
+    **The smoothness parameter** is `softness` ε: R_c = ε · (J M⁻¹ Jᵀ)_nn / w_c, the
+    contact's compliance relative to its effective inverse mass (w_c is the point's
+    weight, 1 except for near-parallel capsule pairs, `Contacts`). ε → 0 is a hard,
     rigid contact with exact Coulomb stiction; larger ε makes the contact a stiff
     spring–damper (a resting body sinks by ≈ τ R γ_n, about 1e-6 m for the
     defaults), makes impulses continuous functions of the state and the solve better
@@ -210,6 +211,7 @@ class _Points(NamedTuple):
     dist: Array
     normal: Array
     point: Array
+    weight: Array | None = None  # (K,) in [0, 1], the share of the stiffness; None: 1
 
 
 def _unit(d: Array, fallback: Array) -> tuple[Array, Array]:
@@ -333,10 +335,42 @@ def _sphere_capsule(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(p.dist[None], p.normal[None], p.point[None])
 
 
+# Capsule–capsule hands over from the closest point to the two end points as the axes
+# turn parallel, between these sines of the angle between them (MuJoCo switches
+# abruptly at the lower one).
+PARALLEL_SINES = (1e-4, 1e-2)
+
+
 def _capsule_capsule(sa, ra, pa, sb, rb, pb) -> _Points:
-    ca, cb = _segments_closest(*_segment(ra, pa, sa.half_length), *_segment(rb, pb, sb.half_length))
-    p = _spheres(ca, sa.radius, cb, sb.radius, cross(ra[:, 2], rb[:, 2]) + ra[:, 0] * 1e-3)
-    return _Points(p.dist[None], p.normal[None], p.point[None])
+    """Capsule–capsule (3 points): the segments' closest points, and, from each end
+    of b, the nearest point of a and the point of b nearest to that (the ends of the
+    segments' overlap when they are parallel, as in MuJoCo). Parallel segments touch
+    along a line, where the closest point is not unique and moves along them at a
+    rate ~1/θ² as they turn (θ the angle between the axes): the closest point alone
+    would balance a capsule lying on another on one point. So the closest point's
+    weight is 1 − w and the end points' w, with w = 1 for sin θ ≤ 1e-4, 0 for
+    sin θ ≥ 1e-2 and a smoothstep in sin²θ between; a point of weight 0 is
+    inactive."""
+    a0, a1 = _segment(ra, pa, sa.half_length)
+    b0, b1 = _segment(rb, pb, sb.half_length)
+    ca, cb = _segments_closest(a0, a1, b0, b1)
+    ea = jnp.stack([_closest_on_segment(b0, a0, a1), _closest_on_segment(b1, a0, a1)])
+    eb = jnp.stack([_closest_on_segment(ea[0], b0, b1), _closest_on_segment(ea[1], b0, b1)])
+    axes = cross(ra[:, 2], rb[:, 2])
+    _, fallback = _unit(axes + ra[:, 0] * 1e-3, ra[:, 0])
+    p = _spheres(
+        jnp.concatenate([ca[None], ea]),
+        sa.radius,
+        jnp.concatenate([cb[None], eb]),
+        sb.radius,
+        fallback,
+    )
+    low, high = PARALLEL_SINES
+    x = jnp.clip((jnp.sum(axes**2) - low**2) / (high**2 - low**2), 0.0, 1.0)
+    w = 1.0 - x * x * (3.0 - 2.0 * x)
+    weight = jnp.stack([1.0 - w, w, w])
+    placeholder = jnp.abs(p.dist) + sa.radius + sb.radius
+    return _Points(jnp.where(weight > 0, p.dist, placeholder), p.normal, p.point, weight)
 
 
 def _spheres_box(centres: Array, radius: Array, rot: Array, pos: Array, half: Array) -> _Points:
@@ -617,7 +651,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Plane, Cylinder): (_plane_cylinder, 6),
     (Sphere, Sphere): (_sphere_sphere, 1),
     (Sphere, Capsule): (_sphere_capsule, 1),
-    (Capsule, Capsule): (_capsule_capsule, 1),
+    (Capsule, Capsule): (_capsule_capsule, 3),
     (Sphere, Box): (_sphere_box, 1),
     (Capsule, Box): (_capsule_box, 3),
     (Sphere, Cylinder): (_sphere_cylinder, 1),
@@ -696,8 +730,10 @@ class Contacts(NamedTuple):
 
     `dist` (C,) signed distances (negative: penetrating), `normal` (C, 3) unit normals
     from body `body_a` to body `body_b` (world frame), `point` (C, 3) contact points,
-    `friction` and `restitution` (C,), and the static body indices `body_a`,
-    `body_b` (C,) (−1: the world).
+    `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
+    point carries (1, except where a capsule–capsule pair hands over between its
+    closest point and its end points as the axes turn parallel), and the static body
+    indices `body_a`, `body_b` (C,) (−1: the world).
 
     **Example:** `touching = model.contacts(q).dist < 0`
     """
@@ -707,6 +743,7 @@ class Contacts(NamedTuple):
     point: Float[Array, "C 3"]
     friction: Float[Array, " C"]
     restitution: Float[Array, " C"]
+    weight: Float[Array, " C"]
     body_a: np.ndarray
     body_b: np.ndarray
 
@@ -743,6 +780,7 @@ def find_contacts(
         sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
         sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
         pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
         fa = jnp.stack([geoms[i].friction for i in ia]).astype(dtype)
         fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
         ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
@@ -754,17 +792,18 @@ def find_contacts(
                 pts.point.reshape(-1, 3),
                 jnp.repeat(jnp.maximum(fa, fb), k),
                 jnp.repeat(jnp.maximum(ea, eb), k),
+                weight.reshape(-1),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
             )
         )
     cols = list(zip(*parts, strict=True))
-    dist, normal, point, mu, e = (jnp.concatenate(x) for x in cols[:5])
-    ba, bb = (np.concatenate(x) for x in cols[5:])
+    dist, normal, point, mu, e, weight = (jnp.concatenate(x) for x in cols[:6])
+    ba, bb = (np.concatenate(x) for x in cols[6:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, ba, bb)
 
 
 def contact_frames(normal: Float[Array, "C 3"]) -> Float[Array, "C 3 3"]:
@@ -1029,7 +1068,7 @@ def contact_terms(
     u_ref = jnp.stack([u_n, jnp.zeros_like(u_n), jnp.zeros_like(u_n)], axis=-1)
     w = jnp.einsum("ck,kc->c", jac[:, 0, :], minv_jt)
     active = c.dist < 0
-    inv_r = jnp.where(active, 1.0 / (model.softness * w), 0.0)
+    inv_r = jnp.where(active, c.weight / (model.softness * w), 0.0)
     return u_ref, inv_r
 
 

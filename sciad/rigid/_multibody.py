@@ -444,8 +444,8 @@ class MultiBody(AbstractModel):
         **Arguments:** `q`: shape `(nq,)`.
 
         **Returns:** a [`Contacts`][sciad.rigid.Contacts]: signed distances `(C,)`
-        (negative: penetrating), normals and points `(C, 3)`, friction and
-        restitution `(C,)`.
+        (negative: penetrating), normals and points `(C, 3)`, friction,
+        restitution and weight (each point's share of the contact stiffness) `(C,)`.
 
         **Example:** `gap = model.contacts(q).dist.min()`
         """

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import sciad
-from sciad._core._geometry import quat_to_matrix
+from sciad._core._geometry import quat_multiply, quat_to_matrix
 import sciad.rigid as rigid
+import sciad.rigid._contact as rigid_contact
 
 from ..helpers import central_fd
 
@@ -540,6 +541,103 @@ def test_capsule_rocking_gradient_when_saving_every_step():
 
     forward = jax.jvp(jax.jit(pose), (0.5,), (1.0,))[1]
     np.testing.assert_allclose(jax.jit(jax.grad(pose))(0.5), forward, rtol=1e-10)
+
+
+def test_capsule_capsule_contacts_equal_mujoco():
+    """Capsule–capsule contact sets equal MuJoCo C's to 1e-12: one point in 30 random
+    orientations pressed together until MuJoCo reports 3 mm of penetration, and two
+    (the ends of the overlap) in 20 exactly parallel poses with a random turn, axial
+    shift and side."""
+    from scipy.spatial.transform import Rotation
+
+    d, contacts, place = mujoco_pair(
+        'type="capsule" size="0.05 0.2"', 'type="capsule" size="0.06 0.15"'
+    )
+    rng = np.random.default_rng(3)
+
+    def wxyz(r):
+        x = r.as_quat()
+        return [x[3], x[0], x[1], x[2]]
+
+    def compare(n):
+        c = contacts(jnp.asarray(d.qpos))
+        on = np.asarray(c.dist) < 0
+        ours = np.c_[np.asarray(c.point)[on], np.asarray(c.dist)[on], np.asarray(c.normal)[on]]
+        frame = d.contact.frame[: d.ncon, :3]
+        theirs = np.c_[d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], frame]
+        assert len(ours) == len(theirs) == n
+        np.testing.assert_allclose(np.asarray(c.weight)[on], 1.0, atol=0)
+        close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
+        assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
+
+    for _ in range(30):
+        qa, qb = wxyz(Rotation.random(random_state=rng)), wxyz(Rotation.random(random_state=rng))
+        u = rng.normal(size=3)
+        press(place, np.r_[0.0, 0.0, 0.0, qa, 0.0, 0.0, 0.0, qb], 1, u / np.linalg.norm(u), -0.003)
+        compare(1)
+    for _ in range(20):
+        turn = Rotation.random(random_state=rng)
+        side = rng.uniform(0, 2 * np.pi)
+        local = [0.107 * np.cos(side), 0.107 * np.sin(side), rng.uniform(-0.3, 0.3)]
+        pb = turn.apply(local)
+        place(np.r_[0.0, 0.0, 0.0, wxyz(turn), pb, wxyz(turn)])
+        compare(2)
+
+
+def parallel_capsules(shift=0.05, turn=0.0):
+    """A capsule lying on an equal fixed one, both along x, 0.1 mm deep; the top one
+    shifted along x and turned about the vertical by `turn`."""
+    along_x = rot([0, 1, 0], np.pi / 2)
+    base = rigid.Geom(rigid.Capsule(0.05, 0.2), quat=along_x)
+    quat = quat_multiply(rot([0, 0, 1], turn), along_x)
+    body, geom = free_body("cap", rigid.Capsule(0.05, 0.2), (shift, 0.0, 0.1 - 1e-4), quat)
+    return [body], [base, geom]
+
+
+def test_capsule_rests_on_a_parallel_capsule():
+    """A capsule lying on a parallel one rests on the ends of their overlap: after
+    0.2 s its pose is constant to 1e-12, tilted by 5e-7 rad (the two supports sit
+    0.2 and 0.15 m from its centre, so the soft contacts press in unequally). The
+    closest point alone, unique nowhere on the line of contact, balanced it on one
+    end of the overlap: it rocked by 4e-5 rad for ever."""
+    bodies, geoms = parallel_capsules()
+    _, c = contacts_of(bodies, geoms)
+    on = np.asarray(c.dist) < 0
+    np.testing.assert_allclose(np.sort(np.asarray(c.point)[on][:, 0]), [-0.15, 0.2], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(c.dist)[on], -1e-4, atol=1e-12)
+    mb = rigid.MultiBody(bodies, geoms=geoms)
+    q0, v0 = mb.default_state()
+    q = np.asarray(run(mb, (q0, v0), 1e-3, 1000, every=200).ys[0])
+    np.testing.assert_allclose(q[1:], np.tile(q[-1], (4, 1)), atol=1e-12)
+    np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=1.1e-4)
+    np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-6)
+
+
+def test_capsule_pair_hands_over_to_its_end_points_smoothly():
+    """The end points' weight w is 1 below sin θ = 1e-4, 0 above 1e-2 and ½ where
+    sin²θ is midway; the closest point's is 1 − w. A capsule spun at 0.5 rad/s about
+    the vertical turns through the whole band in 64 ms, and the gradient of its final
+    pose with respect to the spin rate agrees in reverse mode (saving every step, so
+    the backward pass recomputes the steps), forward mode and central differences."""
+    low, high = rigid_contact.PARALLEL_SINES
+    for sine, w in ((0.5 * low, 1.0), (np.sqrt(0.5 * (low**2 + high**2)), 0.5), (2 * high, 0.0)):
+        _, c = contacts_of(*parallel_capsules(turn=np.arcsin(sine)))
+        np.testing.assert_allclose(np.asarray(c.weight), [1.0 - w, w, w], atol=1e-9)
+    bodies, geoms = parallel_capsules()
+    mb = rigid.MultiBody(bodies, geoms=geoms)
+    q0, v0 = mb.default_state()
+
+    def pose(spin):
+        traj = sciad.simulate(
+            mb, (q0, v0.at[5].set(spin)), dt=1e-3, n_steps=64, saveat=sciad.SaveAt(steps=1)
+        )
+        y = traj.ys[0][-1]
+        return y[2] + y[4] + y[5] + y[6]
+
+    f = jax.jit(pose)
+    forward = jax.jvp(f, (0.5,), (1.0,))[1]
+    np.testing.assert_allclose(jax.jit(jax.grad(pose))(0.5), forward, rtol=1e-10)
+    np.testing.assert_allclose(forward, central_fd(f, 0.5, eps=1e-6), rtol=1e-7)
 
 
 def test_aligned_boxes_gradient_when_saving_every_step():
