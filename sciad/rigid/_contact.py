@@ -1066,10 +1066,17 @@ def contact_terms(
     # otherwise lift a sliding contact at normal speed μ|u_t|.
     u_n = jnp.maximum(push, bounce) - c.friction * slip
     u_ref = jnp.stack([u_n, jnp.zeros_like(u_n), jnp.zeros_like(u_n)], axis=-1)
-    w = jnp.einsum("ck,kc->c", jac[:, 0, :], minv_jt)
-    active = c.dist < 0
-    inv_r = jnp.where(active, c.weight / (model.softness * w), 0.0)
-    return u_ref, inv_r
+    return u_ref, _inverse_regularisation(c.dist < 0, jac[:, 0, :], minv_jt, model, c.weight)
+
+
+def _inverse_regularisation(
+    active: Array, rows: Array, minv_rows_t: Array, model: ContactModel, weight: Array | float
+) -> Array:
+    """1/R = weight / (ε J M⁻¹ Jᵀ) per constraint row (rows (K, nv), M⁻¹ Jᵀ (nv, K)),
+    zero where it does not act. A row that does not act may be zero (a ball joint's
+    limit at θ = 0): double where."""
+    w = jnp.where(active, jnp.einsum("kv,vk->k", rows, minv_rows_t), 1.0)
+    return jnp.where(active, weight / (model.softness * w), 0.0)
 
 
 def limit_terms(
@@ -1081,10 +1088,7 @@ def limit_terms(
     """The hard joint limits' reference velocities û_L = −r/τ and inverse
     regularisations 1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ) (zero for limits that hold, r ≥ 0): the
     contacts' normal rows without restitution or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
-    active = dist < 0
-    # A limit that holds may have a zero row (a ball joint at θ = 0): double where.
-    w = jnp.where(active, jnp.einsum("lk,kl->l", lim_jac, minv_jt), 1.0)
-    inv_r = jnp.where(active, 1.0 / (model.softness * w), 0.0)
+    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, model, 1.0)
     return -dist / model.time_constant, inv_r
 
 
