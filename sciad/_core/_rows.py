@@ -114,9 +114,7 @@ def _batched(args, dims, size):
     """Every argument with the batch on axis 0 (broadcast where unbatched). An unbatched
     argument's dim is `None` (jax 0.11 removed its alias `batching.not_mapped`)."""
     return [
-        jnp.broadcast_to(a, (size,) + a.shape)
-        if d is None
-        else jnp.moveaxis(a, d, 0)
+        jnp.broadcast_to(a, (size,) + a.shape) if d is None else jnp.moveaxis(a, d, 0)
         for a, d in zip(args, dims, strict=True)
     ]
 
