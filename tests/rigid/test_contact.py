@@ -599,7 +599,7 @@ def test_capsule_rests_on_a_parallel_capsule():
     0.2 s its pose is constant to 1e-12, tilted by 5e-7 rad (the two supports sit
     0.2 and 0.15 m from its centre, so the soft contacts press in unequally). The
     closest point alone, unique nowhere on the line of contact, balanced it on one
-    end of the overlap: it rocked by 4e-5 rad for ever."""
+    end of the overlap: it still rocked by 4e-5 rad after 1 s, 0.18 mm deep."""
     bodies, geoms = parallel_capsules()
     _, c = contacts_of(bodies, geoms)
     on = np.asarray(c.dist) < 0
