@@ -263,6 +263,25 @@ def press(place, qpos, body, u, depth):
     place(at(lo))
 
 
+def wxyz(rotation):
+    """A scipy `Rotation` as MuJoCo's quaternion (w, x, y, z)."""
+    x = rotation.as_quat()
+    return [x[3], x[0], x[1], x[2]]
+
+
+def assert_contacts_equal_mujoco(c, d):
+    """sciad's acting contacts `c` (dist < 0) equal MuJoCo's in `d` one to one: every
+    point, depth and normal to 1e-12. Returns the acting mask."""
+    on = np.asarray(c.dist) < 0
+    ours = np.c_[np.asarray(c.point)[on], np.asarray(c.dist)[on], np.asarray(c.normal)[on]]
+    frame = d.contact.frame[: d.ncon, :3]
+    theirs = np.c_[d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], frame]
+    assert len(ours) == len(theirs)
+    close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
+    assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
+    return on
+
+
 def test_box_box_contacts_equal_mujoco():
     """The whole contact set of two boxes — every point, depth and normal — equals
     MuJoCo C's to 1e-12: in 40 random orientations and directions, each pair moved
@@ -278,23 +297,12 @@ def test_box_box_contacts_equal_mujoco():
     )
     rng = np.random.default_rng(1)
 
-    def wxyz(r):
-        x = r.as_quat()
-        return [x[3], x[0], x[1], x[2]]
-
     def qpos(qa, qb, pb):
         return np.concatenate([[0.0, 0.0, 0.0], qa, pb, qb])
 
     def compare():  # at MuJoCo's current pose: (number of points, edge–edge?)
-        c = contacts(jnp.asarray(d.qpos))
-        on = np.asarray(c.dist) < 0
-        ours = np.c_[np.asarray(c.point)[on], np.asarray(c.dist)[on], np.asarray(c.normal)[on]]
-        frame = d.contact.frame[: d.ncon, :3]
-        theirs = np.c_[d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], frame]
-        assert len(ours) == len(theirs)
-        close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
-        assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
-        return len(ours), bool(on[24])
+        on = assert_contacts_equal_mujoco(contacts(jnp.asarray(d.qpos)), d)
+        return int(on.sum()), bool(on[24])
 
     edges = 0
     for _ in range(40):
@@ -333,13 +341,7 @@ def test_a_tower_of_equal_cubes_matches_mujoco_and_rests():
     d.qpos[[2, 9, 16]] -= [1e-4, 2e-4, 3e-4]
     mujoco.mj_forward(m, d)
     model = rigid.load_mjcf(xml).model
-    c = model.contacts(jnp.asarray(d.qpos))
-    on = np.asarray(c.dist) < 0
-    ours = np.c_[np.asarray(c.point), np.asarray(c.dist), np.asarray(c.normal)][on]
-    theirs = np.c_[d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], d.contact.frame[: d.ncon, :3]]
-    assert len(ours) == len(theirs) == 12
-    close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
-    assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
+    assert assert_contacts_equal_mujoco(model.contacts(jnp.asarray(d.qpos)), d).sum() == 12
     q0, v0 = model.default_state()
     q = np.asarray(run(model, (q0, v0), 1e-3, 1000, every=250).ys[0])
     np.testing.assert_allclose(q, np.tile(np.asarray(q0), (4, 1)), atol=1e-4)
@@ -555,20 +557,11 @@ def test_capsule_capsule_contacts_equal_mujoco():
     )
     rng = np.random.default_rng(3)
 
-    def wxyz(r):
-        x = r.as_quat()
-        return [x[3], x[0], x[1], x[2]]
-
     def compare(n):
         c = contacts(jnp.asarray(d.qpos))
-        on = np.asarray(c.dist) < 0
-        ours = np.c_[np.asarray(c.point)[on], np.asarray(c.dist)[on], np.asarray(c.normal)[on]]
-        frame = d.contact.frame[: d.ncon, :3]
-        theirs = np.c_[d.contact.pos[: d.ncon], d.contact.dist[: d.ncon], frame]
-        assert len(ours) == len(theirs) == n
+        on = assert_contacts_equal_mujoco(c, d)
+        assert on.sum() == n
         np.testing.assert_allclose(np.asarray(c.weight)[on], 1.0, atol=0)
-        close = np.max(np.abs(ours[:, None] - theirs[None]), axis=-1) < 1e-12
-        assert np.all(np.any(close, axis=0)) and np.all(np.any(close, axis=1))
 
     for _ in range(30):
         qa, qb = wxyz(Rotation.random(random_state=rng)), wxyz(Rotation.random(random_state=rng))
