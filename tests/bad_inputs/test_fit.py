@@ -1,6 +1,7 @@
 """Bad input to `sciad.fit` and the error each must raise."""
 
 import diffrax
+import equinox as eqx
 import jax.numpy as jnp
 import optimistix as optx
 import pytest
