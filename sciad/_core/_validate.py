@@ -90,3 +90,94 @@ def as_time(x: Anything, dtype: Anything, name: str) -> jax.Array:
     if isinstance(x, (int, float, np.floating, np.integer)):
         return jnp.asarray(x, dtype=dtype)
     return jnp.asarray(x)
+
+
+# --------------------------------------------------------------------------- the toolkit
+# One set of checks for every pillar. Each names the argument in its message (pass the
+# owner too: "NoseHooverChain.kT"), checks shapes always and values only when concrete
+# (a traced value is checked at run time, if at all), and raises before any tracing.
+
+
+def _values(x: Anything) -> np.ndarray | None:
+    """`x` as a float64 NumPy array if it is concrete, else `None`."""
+    return np.asarray(x, dtype=np.float64) if is_concrete(x) else None
+
+
+def check_shape(x: Anything, name: str, shape: tuple[int, ...]) -> None:
+    """`x` must have exactly `shape` (`ValueError` naming both shapes otherwise)."""
+    if np.shape(x) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}; got shape {np.shape(x)}.")
+
+
+def check_real(x: Anything, name: str) -> None:
+    """`x` must be real numbers (not complex, not bool, not strings): `TypeError`."""
+    if isinstance(x, (bool, str)) or x is None:
+        raise TypeError(f"{name} must be a real number or array; got {x!r}.")
+    dtype = jnp.result_type(x)
+    if jnp.issubdtype(dtype, jnp.complexfloating) or not jnp.issubdtype(dtype, jnp.number):
+        raise TypeError(f"{name} must be real; got dtype {dtype}.")
+
+
+def check_positive(
+    x: Anything, name: str, *, zero_ok: bool = False, shape: tuple[int, ...] | None = ()
+) -> None:
+    """`x` must be finite and > 0 (or >= 0 with `zero_ok`) everywhere; with `shape`
+    (default: a scalar; `None`: any shape) its shape is checked too."""
+    check_real(x, name)
+    if shape is not None:
+        if shape == () and np.ndim(x) != 0:
+            raise ValueError(f"{name} must be a scalar; got shape {np.shape(x)}.")
+        check_shape(x, name, shape)
+    v = _values(x)
+    if v is None:
+        return
+    ok = (v >= 0) if zero_ok else (v > 0)
+    if not np.all(ok & np.isfinite(v)):
+        bound = ">= 0" if zero_ok else "> 0"
+        bad = v if v.ndim == 0 else v[~(ok & np.isfinite(v))][0]
+        raise ValueError(f"{name} must be finite and {bound}; got {bad}.")
+
+
+def check_in_range(
+    x: Anything,
+    name: str,
+    lo: float,
+    hi: float,
+    *,
+    closed: tuple[bool, bool] = (True, True),
+) -> None:
+    """`x` (scalar or array) must lie in [lo, hi]; `closed` says which ends belong."""
+    check_real(x, name)
+    v = _values(x)
+    if v is None:
+        return
+    low = (v >= lo) if closed[0] else (v > lo)
+    high = (v <= hi) if closed[1] else (v < hi)
+    if not np.all(low & high):
+        interval = f"{'[' if closed[0] else '('}{lo}, {hi}{']' if closed[1] else ')'}"
+        bad = v if v.ndim == 0 else v[~(low & high)][0]
+        raise ValueError(f"{name} must lie in {interval}; got {bad}.")
+
+
+def check_int(x: Anything, name: str, *, minimum: int | None = 1, allowed: Anything = None) -> int:
+    """`x` must be a Python (or NumPy) int, not a bool, >= `minimum` and in `allowed`
+    if given; returns it as an `int`."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"{name} must be an int; got {x!r}.")
+    if minimum is not None and x < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}; got {x}.")
+    if allowed is not None and x not in allowed:
+        raise ValueError(f"{name} must be one of {tuple(allowed)}; got {x}.")
+    return int(x)
+
+
+def check_labels(labels: Anything, name: str, n: int) -> None:
+    """Integer labels (species, indices) must lie in [0, n): no clamping, no wrapping."""
+    dtype = jnp.result_type(labels)
+    if not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(f"{name} must be integers; got dtype {dtype}.")
+    if is_concrete(labels):
+        v = np.asarray(labels)
+        if v.size and (v.min() < 0 or v.max() >= n):
+            bad = v.min() if v.min() < 0 else v.max()
+            raise ValueError(f"{name} must lie in [0, {n}) (there are {n}); got {bad}.")
