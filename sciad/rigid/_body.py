@@ -65,7 +65,10 @@ class Body(eqx.Module):
       quaternion (w, x, y, z), normalised. For a free joint they are the default
       initial pose.
     - `mass` (mass units), `inertia`: principal moments, shape `(3,)` (mass·length²);
-      or a `(3, 3)` tensor.
+      or a `(3, 3)` tensor. Both positive, or both exactly zero: a massless link that
+      carries a joint for its children (MuJoCo's several joints in one body are a chain
+      of such links); [`MultiBody`][sciad.rigid.MultiBody] requires such a link to
+      have a descendant with mass.
     - `com`: shape `(3,)`, the centre of mass in the body frame.
     - `inertia_quat`: the principal axes' orientation in the body frame.
     - `shape`, `density`: compute `mass` and `inertia` from a shape.
@@ -168,9 +171,26 @@ class Body(eqx.Module):
         self.inertia = _shaped(f"Body {name!r} inertia", inertia, (3,))
         self.inertia_quat = iquat
 
+    @property
+    def massless(self) -> bool:
+        """Whether the body is a massless link (mass and inertia exactly zero, concrete):
+        a carrier of a joint whose children hold the mass, as MuJoCo's several joints of
+        one body are a chain of such links (see [`MultiBody`][sciad.rigid.MultiBody])."""
+        return (
+            is_concrete(self.mass)
+            and is_concrete(self.inertia)
+            and float(self.mass) == 0
+            and not np.any(np.asarray(self.inertia))
+        )
+
     def __check_init__(self):
+        if self.massless:
+            return
         if is_concrete(self.mass) and not float(self.mass) > 0:
-            raise ValueError(f"Body {self.name!r}: mass must be positive; got {float(self.mass)}.")
+            raise ValueError(
+                f"Body {self.name!r}: mass must be positive (or mass and inertia both zero: "
+                f"a massless link carrying a joint for its children); got {float(self.mass)}."
+            )
         if is_concrete(self.inertia):
             i = np.asarray(self.inertia, dtype=np.float64)
             if not np.all(i > 0):

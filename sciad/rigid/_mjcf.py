@@ -128,7 +128,7 @@ class MJCFModel(eqx.Module):
 
 
 def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
-    """Features of the whole model that sciad.rigid cannot represent."""
+    """Report the features of the whole model that sciad.rigid cannot represent."""
     for count, obj, what in (
         ("ntendon", "tendon", "tendons are not supported by sciad.rigid"),
         ("neq", "equality", "equality constraints (connect, weld, joint, ...) are not supported"),
@@ -136,30 +136,30 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         ("nplugin", "plugin", "engine plugins are not supported"),
     ):
         if getattr(m, count) > 0:
-            raise ValueError(f"{label(obj, 0)}: {what}.")
+            label.block(f"{label(obj, 0)}: {what}.")
     if m.npair > 0:
         g1, g2 = m.pair_geom1[0], m.pair_geom2[0]
-        raise ValueError(
+        label.block(
             f"{label('pair', 0)} (geoms {label.name('geom', g1)!r} and "
             f"{label.name('geom', g2)!r}): explicit <contact><pair>s are not supported; "
             "sciad pairs geoms by contype/conaffinity only."
         )
     if m.opt.density != 0 or m.opt.viscosity != 0:
-        raise ValueError(
+        label.block(
             "MJCF <option density/viscosity>: fluid forces (drag, lift) are not supported "
             f"(density={m.opt.density}, viscosity={m.opt.viscosity})."
         )
     if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
-        raise ValueError(
+        label.block(
             'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
         )
     if m.nu > 0 and disabled(m, mujoco, "mjDSBL_ACTUATION"):
-        raise ValueError(
+        label.block(
             'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
             "remove them or enable actuation."
         )
     if m.opt.disableactuator != 0:
-        raise ValueError(
+        label.block(
             "MJCF <option actuatorgroupdisable>: disabled actuator groups are not supported."
         )
     supported = {
@@ -170,7 +170,7 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     }
     if int(m.opt.integrator) not in supported:
         name = mujoco.mjtIntegrator(int(m.opt.integrator)).name
-        raise ValueError(
+        label.block(
             f"MJCF <option integrator>: {name} has no sciad counterpart (use Euler, RK4, "
             "implicit or implicitfast)."
         )
@@ -214,8 +214,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `body_iquat`, `body_pos`, `body_quat`. A body without a joint is welded to its
       parent ([`FixedJoint`][sciad.rigid.FixedJoint]); a massless one (a frame for
       sites or children) is folded into its parent, its children and geoms re-placed.
-    - **joints**: one per body; free, ball, hinge and slide with `axis`, `pos`,
-      `damping` and `armature`. A hinge's or slider's `ref` shifts its coordinate (see
+    - **joints**: free, ball, hinge and slide with `axis`, `pos`, `damping` and
+      `armature`. A body with several joints (a planar root `rootx`/`rootz`/`rooty`,
+      say) becomes a chain: a massless link (mass and inertia zero) per joint but the
+      last, named `"body/joint"`, each at its parent's frame, and the body itself on
+      the last joint; MuJoCo composes a body's joints the same way, each in the frame
+      the ones before it moved, so the dynamics are MuJoCo's to round-off. A hinge's or slider's `ref` shifts its coordinate (see
       [`MJCFModel`][sciad.rigid.MJCFModel]). `range` with `limited` becomes the joint's
       limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes limits
       as solver constraints, and so does sciad (`limit="hard"`, solved with the
@@ -246,9 +250,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,
       visual assets, keyframes (the initial state is `qpos0`), and solver settings.
 
-    Everything else that changes the physics raises `ValueError` naming the element
-    (by its MuJoCo name, or its index when unnamed) and the feature: several joints
-    in one body, tendons, equality constraints, flexes, plugins, mocap bodies,
+    Everything else that changes the physics raises one `ValueError` that lists every
+    such feature of the model, each naming the element (by its MuJoCo name, or its
+    index when unnamed) and the feature: tendons, equality constraints, flexes, plugins, mocap bodies,
     gravity compensation, joint stiffness, frictionloss, limit margins, actuators on
     ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
     dynamics (filters, integrators, muscles), force ranges, fluid forces and the
@@ -285,36 +289,62 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     hard_tau = _hard_limit_time_constant(m, mujoco, contact_tau)
 
     # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
-    # each MuJoCo body's frame in its owner's frame.
+    # each MuJoCo body's frame in its owner's frame. A body with several joints becomes
+    # a chain: one massless link per joint but the last, named "body/joint", each
+    # placed at its parent's frame, and the body itself (its mass, geoms and children)
+    # on the last joint; MuJoCo composes a body's joints in the same order, each in
+    # the frame the previous ones moved.
     identity = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
     owner: list[str | None] = [None]  # the world
     frame = [identity]
     bodies: list[Body] = []
     joint_body: dict[int, str] = {}
     used: set[str] = set()
+
+    def unique(name: str, where: str) -> str:
+        if name in used:
+            label.block(f"{where}: its sciad name {name!r} is taken; name the body.")
+        used.add(name)
+        return name
+
     for b in range(1, m.nbody):
         where = label("body", b)
         if m.body_mocapid[b] >= 0:
-            raise ValueError(f"{where}: mocap bodies are not supported.")
+            label.block(f"{where}: mocap bodies are not supported.")
         if m.body_gravcomp[b] != 0:
-            raise ValueError(f"{where}: gravity compensation (gravcomp) is not supported.")
+            label.block(f"{where}: gravity compensation (gravcomp) is not supported.")
         p = int(m.body_parentid[b])
         pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
-        joint = convert_joint(m, mujoco, label, b, hard_tau)
-        if isinstance(joint, FixedJoint) and m.body_mass[b] == 0:
+        first, njnt = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+        joints = [convert_joint(m, mujoco, label, j, hard_tau) for j in range(first, first + njnt)]
+        if not joints and m.body_mass[b] == 0:
             owner.append(owner[p])
             frame.append((pos, quat))
             continue
         name = label.name("body", b) or f"body{b}"
-        if name in used:
-            raise ValueError(f"{where}: its sciad name {name!r} is taken; name the body.")
-        used.add(name)
+        parent = owner[p]
+        for k, joint in enumerate(joints[:-1]):
+            link = unique(f"{name}/{label.name('joint', first + k) or k}", where)
+            bodies.append(
+                Body(
+                    link,
+                    parent=parent,
+                    joint=joint,
+                    pos=pos,
+                    quat=quat,
+                    mass=0.0,
+                    inertia=np.zeros(3),
+                )
+            )
+            joint_body[first + k] = parent = link
+            pos, quat = identity
+        name = unique(name, where)
         try:
             bodies.append(
                 Body(
                     name,
-                    parent=owner[p],
-                    joint=joint,
+                    parent=parent,
+                    joint=joints[-1] if joints else FixedJoint(),
                     pos=pos,
                     quat=quat,
                     mass=float(m.body_mass[b]),
@@ -324,15 +354,22 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
                 )
             )
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from e
+            label.block(f"{where}: {e}")
         owner.append(name)
         frame.append(identity)
-        if m.body_jntnum[b]:
-            joint_body[int(m.body_jntadr[b])] = name
+        if joints:
+            joint_body[first + njnt - 1] = name
 
-    actuators = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
+    if label.blockers:
+        n = len(label.blockers)
+        raise ValueError(
+            f"MJCF model: sciad.rigid cannot represent {n} feature{'s' if n > 1 else ''} of "
+            "this model faithfully:\n" + "\n".join(f"  - {b}" for b in label.blockers)
+        )
     # One contact model for contacts and hard limits: the contacts' τ, else the limits'.
     tau = contact_tau if contact_tau is not None else hard_tau
     contact = None if tau is None else constraint_model(tau)

@@ -13,7 +13,7 @@ import numpy as np
 from .._core._geometry import _hamilton_np
 from ._actuators import JointActuator
 from ._contact import ContactModel, Geom
-from ._joints import AbstractJoint, BallJoint, FixedJoint, FreeJoint, HingeJoint, SliderJoint
+from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
 
 # --------------------------------------------------------------------------- helpers
@@ -34,10 +34,18 @@ def compose(
 
 
 class Labels:
-    """Labels of a compiled model's elements for error messages."""
+    """Labels of a compiled model's elements for error messages, and the blockers found:
+    the converter reports every feature it cannot represent with `block` and goes on,
+    so that one error lists them all."""
 
     def __init__(self, mujoco: Any, m: Any):
         self.mujoco, self.m = mujoco, m
+        self.blockers: list[str] = []
+
+    def block(self, message: str) -> None:
+        """Record a feature that sciad cannot represent faithfully."""
+        if message not in self.blockers:
+            self.blockers.append(message)
 
     def name(self, obj: str, i: Any) -> str:
         kind = getattr(self.mujoco.mjtObj, f"mjOBJ_{obj.upper()}")
@@ -112,23 +120,13 @@ def _limit_gains(m: Any, mujoco: Any, j: int) -> tuple[float, float]:
 
 
 def convert_joint(
-    m: Any, mujoco: Any, label: Labels, b: int, hard_tau: float | None
+    m: Any, mujoco: Any, label: Labels, j: int, hard_tau: float | None
 ) -> AbstractJoint:
-    """The joint of MuJoCo body `b` (a `FixedJoint` if it has none). A limit is hard
-    when its time constant (`hard_limit_time_constant`) is `hard_tau`, the model's
-    constraint time constant (`None`: no hard limits), and soft otherwise."""
-    njnt = int(m.body_jntnum[b])
-    if njnt == 0:
-        return FixedJoint()
-    first = int(m.body_jntadr[b])
-    if njnt > 1:
-        names = ", ".join(repr(label.name("joint", j)) for j in range(first, first + njnt))
-        raise ValueError(
-            f"{label('body', b)} has {njnt} joints ({names}); sciad.rigid supports one "
-            "joint per body: split the body into a chain of bodies with one joint each "
-            "(or use a ball joint for three hinges through one point)."
-        )
-    j = first
+    """MuJoCo joint `j`. A limit is hard when its time constant
+    (`hard_limit_time_constant`) is `hard_tau`, the model's constraint time constant
+    (`None`: no hard limits), and soft otherwise. Unsupported features are reported
+    to `label.block`; the joint is then built without them."""
+    b = int(m.jnt_bodyid[j])
     jt = int(m.jnt_type[j])
     T = mujoco.mjtJoint
     nv = {int(T.mjJNT_FREE): 6, int(T.mjJNT_BALL): 3}.get(jt, 1)
@@ -140,26 +138,26 @@ def convert_joint(
         and not no_constraint
         and not disabled(m, mujoco, "mjDSBL_FRICTIONLOSS")
     ):
-        raise ValueError(f"{where}: frictionloss (dry joint friction) is not supported.")
+        label.block(f"{where}: frictionloss (dry joint friction) is not supported.")
     if not disabled(m, mujoco, "mjDSBL_SPRING"):
         if m.jnt_stiffness[j] != 0 or nonzero(m.jnt_stiffnesspoly[j]):
-            raise ValueError(
+            label.block(
                 f"{where}: joint stiffness (a spring towards springref) is not supported by "
                 "sciad.rigid's joints."
             )
     if nonzero(m.dof_dampingpoly[dof : dof + nv]):
-        raise ValueError(f"{where}: nonlinear damping (dampingpoly) is not supported.")
+        label.block(f"{where}: nonlinear damping (dampingpoly) is not supported.")
     if m.jnt_actfrclimited[j]:
-        raise ValueError(f"{where}: actuatorfrcrange (a joint-level force clamp) is not supported.")
+        label.block(f"{where}: actuatorfrcrange (a joint-level force clamp) is not supported.")
     damping = 0.0 if disabled(m, mujoco, "mjDSBL_DAMPER") else float(m.dof_damping[dof])
     if not disabled(m, mujoco, "mjDSBL_DAMPER") and np.ptp(m.dof_damping[dof : dof + nv]) != 0:
-        raise ValueError(f"{where}: different damping on the joint's dofs is not supported.")
+        label.block(f"{where}: different damping on the joint's dofs is not supported.")
     armature = float(m.dof_armature[dof])
     if np.ptp(m.dof_armature[dof : dof + nv]) != 0:
-        raise ValueError(f"{where}: different armature on the joint's dofs is not supported.")
+        label.block(f"{where}: different armature on the joint's dofs is not supported.")
     limited = bool(m.jnt_limited[j]) and not (no_constraint or disabled(m, mujoco, "mjDSBL_LIMIT"))
     if limited and m.jnt_margin[j] != 0:
-        raise ValueError(f"{where}: a limit margin is not supported.")
+        label.block(f"{where}: a limit margin is not supported.")
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
     if limited:
         hard = hard_tau is not None and hard_limit_time_constant(m, mujoco, j) == hard_tau
@@ -169,7 +167,7 @@ def convert_joint(
     ref = float(m.qpos0[m.jnt_qposadr[j]])
     if jt == int(T.mjJNT_FREE):
         if m.body_parentid[b] != 0:  # MuJoCo's compiler refuses this too
-            raise ValueError(f"{where}: a free joint's body must be a child of the world.")
+            label.block(f"{where}: a free joint's body must be a child of the world.")
         return FreeJoint(damping=damping, armature=armature)
     if jt == int(T.mjJNT_BALL):
         return BallJoint(pos=m.jnt_pos[j], max_angle=rng[1] if limited else None, **kw)
@@ -185,38 +183,39 @@ def convert_joint(
 
 def convert_actuator(
     m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
-) -> JointActuator:
-    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`."""
+) -> JointActuator | None:
+    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`; `None`
+    (with the reasons reported to `label.block`) if sciad cannot represent it."""
     where = label("actuator", a)
+    n_blocked = len(label.blockers)
     if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
         kind = mujoco.mjtTrn(int(m.actuator_trntype[a])).name.removeprefix("mjTRN_").lower()
-        raise ValueError(
-            f"{where}: a {kind} transmission is not supported (only actuators on a joint)."
-        )
+        label.block(f"{where}: a {kind} transmission is not supported (only actuators on a joint).")
+        return None
     j = int(m.actuator_trnid[a][0])
     T = mujoco.mjtJoint
     if int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
-        raise ValueError(
+        label.block(
             f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
             "supported; only on hinges and sliders."
         )
     if int(m.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
         kind = mujoco.mjtDyn(int(m.actuator_dyntype[a])).name
-        raise ValueError(f"{where}: activation dynamics ({kind}) are not supported.")
+        label.block(f"{where}: activation dynamics ({kind}) are not supported.")
     if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
         kind = mujoco.mjtGain(int(m.actuator_gaintype[a])).name
-        raise ValueError(f"{where}: gain type {kind} is not supported (only fixed gains).")
+        label.block(f"{where}: gain type {kind} is not supported (only fixed gains).")
     bias = int(m.actuator_biastype[a])
     if bias not in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)):
         kind = mujoco.mjtBias(bias).name
-        raise ValueError(f"{where}: bias type {kind} is not supported (only affine).")
+        label.block(f"{where}: bias type {kind} is not supported (only affine).")
     if m.actuator_forcelimited[a]:
-        raise ValueError(
+        label.block(
             f"{where}: forcerange (a clamp on the actuator force) is not supported; "
             "JointActuator clips only its control (ctrlrange)."
         )
     if int(m.actuator_ctrlnum[a]) != 1:
-        raise ValueError(f"{where}: actuators with {m.actuator_ctrlnum[a]} controls.")
+        label.block(f"{where}: actuators with {m.actuator_ctrlnum[a]} controls.")
     for field, what in (
         ("actuator_damping", "actuator damping"),
         ("actuator_dampingpoly", "actuator damping"),
@@ -225,7 +224,9 @@ def convert_actuator(
         ("actuator_history", "a control history"),
     ):
         if nonzero(getattr(m, field)[a]):
-            raise ValueError(f"{where}: {what} is not supported.")
+            label.block(f"{where}: {what} is not supported.")
+    if len(label.blockers) > n_blocked:
+        return None
     g = float(m.actuator_gear[a][0])
     b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a][:3]) if bias else (0.0, 0.0, 0.0)
     # MuJoCo: length = g·qpos = g·(q + ref), force = gain·u + b0 + b1·length + b2·g·qvel,
@@ -278,7 +279,7 @@ def _mujoco_pairs(m: Any, excluded: set[frozenset[int]], plane: int) -> set[tupl
     }
 
 
-def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape:
+def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape | None:
     G = mujoco.mjtGeom
     t, size = int(m.geom_type[g]), np.asarray(m.geom_size[g], dtype=np.float64)
     if t == int(G.mjGEOM_PLANE):
@@ -292,11 +293,12 @@ def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape:
     if t == int(G.mjGEOM_BOX):
         return Box(size)
     kind = mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower()
-    raise ValueError(
+    label.block(
         f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, spheres, "
         'capsules, boxes and cylinders can); make it visual-only with contype="0" '
         'conaffinity="0", or replace it by primitives.'
     )
+    return None
 
 
 def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int], set]:
@@ -334,7 +336,7 @@ def convert_geoms(
         return [], [], [], pairs
     plane = int(mujoco.mjtGeom.mjGEOM_PLANE)
     if disabled(m, mujoco, "mjDSBL_FILTERPARENT"):
-        raise ValueError(
+        label.block(
             'MJCF <option><flag filterparent="disable">: parent–child collisions are '
             "not supported (sciad never collides a body with its parent)."
         )
@@ -352,28 +354,30 @@ def convert_geoms(
             else:
                 ok = np.allclose(value, default, rtol=1e-12, atol=0)
             if not ok:
-                raise ValueError(
+                label.block(
                     f"{where}: {what}={value} is not supported (sciad's contact model takes "
                     "one time constant for all contacts, with dampratio 1 and MuJoCo's "
                     f"default solimp {_SOLIMP})."
                 )
         if float(m.geom_solref[g][0]) != float(m.geom_solref[ids[0]][0]):
-            raise ValueError(
+            label.block(
                 f"{where}: its solref time constant {m.geom_solref[g][0]} differs from "
                 f"{label('geom', ids[0])}'s {m.geom_solref[ids[0]][0]}; sciad's contact "
                 "model takes one time constant for all contacts."
             )
         if m.geom_margin[g] != 0 or m.geom_gap[g] != 0:
-            raise ValueError(f"{where}: contact margin/gap is not supported.")
+            label.block(f"{where}: contact margin/gap is not supported.")
         if m.geom_priority[g] != 0:
-            raise ValueError(f"{where}: contact priority is not supported (pairs use the maxima).")
+            label.block(f"{where}: contact priority is not supported (pairs use the maxima).")
         if m.geom_condim[g] not in (1, 3):
-            raise ValueError(
+            label.block(
                 f"{where}: condim={m.geom_condim[g]} (torsional or rolling friction) is not "
                 "supported; use condim 3 (sliding friction) or 1 (frictionless)."
             )
         if nonzero(m.geom_adhesion[g]) or nonzero(m.geom_surfacevel[g]):
-            raise ValueError(f"{where}: adhesion and surface velocity are not supported.")
+            label.block(f"{where}: adhesion and surface velocity are not supported.")
+        if shape is None:
+            continue
         b = int(m.geom_bodyid[g])
         pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
         friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
@@ -400,7 +404,7 @@ def convert_geoms(
                 continue
             g_1, g_3 = (g1, g2) if c1 == 1 else (g2, g1)
             if m.geom_friction[g_1][0] > m.geom_friction[g_3][0]:
-                raise ValueError(
+                label.block(
                     f"{label('geom', g_1)} (condim 1) against {label('geom', g_3)} (condim 3): "
                     "MuJoCo uses the frictionless geom's larger friction coefficient there, "
                     "which sciad cannot represent."

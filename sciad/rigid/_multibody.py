@@ -38,6 +38,22 @@ Q = Float[Array, " nq"]
 V = Float[Array, " nv"]
 
 
+def _check_massless(bodies: tuple[Body, ...], parents: list[int]) -> None:
+    """A massless link that moves must carry a body with mass (else its joint has no
+    inertia and the mass matrix is singular)."""
+    massive = [not b.massless for b in bodies]
+    for i in reversed(range(len(bodies))):  # children come after their parents
+        if massive[i] and parents[i] >= 0:
+            massive[parents[i]] = True
+    for b, ok in zip(bodies, massive, strict=True):
+        if not ok and type(b.joint).nv > 0:
+            raise ValueError(
+                f"Body {b.name!r} is massless and moves ({type(b.joint).__name__}) but no "
+                "body with mass descends from it: its joint would have no inertia. Give it "
+                "a mass and inertia, or attach the bodies it should carry."
+            )
+
+
 class MultiBody(AbstractModel):
     """A tree of rigid bodies connected by joints: a model for `sciad.simulate`.
 
@@ -155,6 +171,7 @@ class MultiBody(AbstractModel):
                     f"not {b.parent!r}."
                 )
             index[b.name] = i
+        _check_massless(bodies, parents)
         if sum(type(b.joint).nv for b in bodies) == 0:
             raise ValueError("MultiBody has no degrees of freedom (every joint is fixed).")
         self.names = tuple(b.name for b in bodies)

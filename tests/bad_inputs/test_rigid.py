@@ -229,13 +229,14 @@ MJCF_CASES = [
         "nope",
     ),
     (
-        "mjcf two joints",
+        "mjcf two blockers at once",
         lambda: rigid.load_mjcf(
-            '<mujoco><worldbody><body name="leg"><joint name="x"/><joint name="y" axis="0 1 0"/>'
-            '<geom size="0.1"/></body></worldbody></mujoco>'
+            '<mujoco><worldbody><body name="leg" mocap="true"/><body name="arm" gravcomp="1">'
+            '<joint name="y" axis="0 1 0"/><geom size="0.1"/></body></worldbody></mujoco>'
         ),
         ValueError,
-        r"MJCF body 'leg' has 2 joints \('x', 'y'\); sciad.rigid supports one joint per body",
+        r"cannot represent 2 features of this model faithfully:\n  - MJCF body 'leg': mocap"
+        r".*\n  - MJCF body 'arm': gravity compensation",
     ),
     (
         "mjcf tendon",

@@ -54,6 +54,32 @@ FREE = """<mujoco><option timestep="0.001" integrator="RK4"/><worldbody>
 <inertial pos="0.1 -0.05 0.2" quat="0.9 0.2 -0.3 0.1" mass="2" diaginertia="0.1 0.2 0.3"/>
 </body></worldbody></mujoco>"""
 
+# Several joints in one body, as MuJoCo's planar walkers have them: a torso on a planar
+# root (two slides and a hinge, with off-origin joint positions), an abdomen on two
+# hinges through different points, a leg on one, a two-slide target, limits and
+# actuators on joints of multi-joint bodies.
+PLANAR = """<mujoco><option timestep="0.002"><flag contact="disable"/></option><worldbody>
+<body name="torso" pos="0.1 0 1.2" euler="0 5 0">
+  <joint name="rootx" type="slide" axis="1 0 0" damping="0.1"/>
+  <joint name="rootz" type="slide" axis="0 0 1" ref="0.3"/>
+  <joint name="rooty" type="hinge" axis="0 1 0" pos="0 0 -0.1" armature="0.01"/>
+  <geom type="capsule" fromto="0 0 -0.2 0 0 0.2" size="0.05"/>
+  <body name="abdomen" pos="0 0 -0.25" euler="3 -4 10">
+    <joint name="abdomen_y" type="hinge" axis="0 1 0" pos="0 0.01 0.05"/>
+    <joint name="abdomen_z" type="hinge" axis="0.1 0 1" pos="0.02 0 0" damping="0.05"/>
+    <geom type="box" size="0.05 0.08 0.06" pos="0.01 0.02 -0.05"/>
+    <body name="leg" pos="0 0.05 -0.1"><joint name="knee" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.02 0 -0.3" size="0.03"/></body>
+  </body>
+</body>
+<body name="target" pos="0.5 0.5 0.1">
+  <joint name="tx" type="slide" axis="1 0 0"/><joint name="ty" type="slide" axis="0 1 0"/>
+  <geom type="sphere" size="0.03"/></body>
+</worldbody><actuator>
+<motor name="hip" joint="abdomen_y" gear="2"/><motor name="push" joint="rootx"/>
+<position name="aim" joint="ty" kp="3"/>
+</actuator></mujoco>"""
+
 # tests/rigid/test_mujoco.py checks the converted chain, quadruped, free body and
 # MIXED_MJCF (every joint type) the same way.
 SCENES = {
@@ -62,6 +88,7 @@ SCENES = {
     "servo": SERVO,
     "massless": MASSLESS,
     "ant": ANT.read_text(),
+    "planar": PLANAR,
 }
 
 
@@ -76,22 +103,27 @@ def terms(model, q, v):
     return model.mass_matrix(q), model.bias_force(q, v), pos
 
 
-@pytest.mark.parametrize("scene", ["servo", "massless", "ant"])
+@pytest.mark.parametrize("scene", ["servo", "massless", "ant", "planar"])
 def test_mass_matrix_bias_and_poses_match_mujoco(scene):
     """The converted model's mass matrix (mj_fullM), bias forces (qfrc_bias) and body
     positions (xpos) equal MuJoCo's at random states to 1e-12 relative to their scale
     (measured ≤ 2e-15): reference positions, off-centre and tilted joint axes, rotated
-    bodies and principal axes, welded and folded massless bodies, the ant."""
+    bodies and principal axes, welded and folded massless bodies, the ant, and bodies
+    with several joints (the chains of massless links they become carry no MuJoCo
+    body: only the bodies MuJoCo has are compared)."""
     m = mujoco.MjModel.from_xml_string(SCENES[scene])
     d = mujoco.MjData(m)
     mj = rigid.from_mujoco(m)
-    body_ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n) for n in mj.model.names]
+    ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n) for n in mj.model.names]
+    ours = [i for i, b in enumerate(ids) if b >= 0]
+    body_ids = [ids[i] for i in ours]
     for seed in range(3):
         q, v = random_state(mj.model, seed)
         mujoco_at(m, d, mj, q, v)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
-        got = terms(mj.model, q, v)
+        mass, bias, pos = terms(mj.model, q, v)
+        got = (mass, bias, pos[np.asarray(ours)])
         for x, ref in zip(got, (full, d.qfrc_bias, d.xpos[body_ids]), strict=True):
             assert np.max(np.abs(np.asarray(x) - ref)) < 1e-12 * (1 + np.max(np.abs(ref)))
 
@@ -113,6 +145,7 @@ def mujoco_run(m, qpos, qvel, n, ctrl=None):
         pytest.param("free", 1000, None, marks=pytest.mark.slow),
         ("servo", 1000, [0.9, 0.2, -0.1]),  # the servo's 0.9 is clamped to 0.5
         ("massless", 500, None),
+        ("planar", 500, [0.3, -0.2, 0.1]),
     ],
 )
 def test_trajectory_matches_mujoco(scene, n, control):
@@ -424,12 +457,6 @@ def _world(inner, extra=""):
 
 
 UNSUPPORTED = {
-    "two joints": (
-        _world(
-            '<body name="leg"><joint name="x"/><joint name="y" axis="0 1 0"/><geom size="0.1"/></body>'
-        ),
-        r"MJCF body 'leg' has 2 joints \('x', 'y'\)",
-    ),
     "tendon": (
         _world(_BODY, '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'),
         r"MJCF tendon 't': tendons are not supported",
@@ -559,6 +586,44 @@ def test_unsupported_feature_raises_naming_it(case):
     xml, match = UNSUPPORTED[case]
     with pytest.raises(ValueError, match=match):
         rigid.load_mjcf(xml)
+
+
+def test_every_blocker_of_a_model_is_listed_in_one_error():
+    """A model with several unsupported features names all of them at once, each with
+    its element, so that one load tells the user everything that is missing."""
+    xml = _world(
+        '<geom name="floor" type="plane" size="1 1 0.1"/>'
+        '<body name="b" gravcomp="1"><joint name="j" stiffness="2" frictionloss="0.1"/>'
+        '<geom name="g" size="0.1" margin="0.01"/></body>',
+        '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
+        '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>',
+    )
+    with pytest.raises(ValueError) as e:
+        rigid.load_mjcf(xml)
+    msg = str(e.value)
+    assert msg.startswith("MJCF model: sciad.rigid cannot represent 6 features")
+    for part in (
+        "MJCF tendon 't': tendons",
+        "MJCF body 'b': gravity compensation",
+        "MJCF joint 'j': frictionloss",
+        "MJCF joint 'j': joint stiffness",
+        "MJCF actuator 'm': forcerange",
+        "MJCF geom 'g': contact margin/gap",
+    ):
+        assert part in msg, part
+
+
+def test_massless_links_of_a_multi_joint_body():
+    """A body with k joints becomes k − 1 massless links named "body/joint" and the
+    body itself on the last joint; a moving massless link must carry mass."""
+    mj = rigid.load_mjcf(PLANAR)
+    names = mj.model.names
+    assert names[:5] == ("torso/rootx", "torso/rootz", "torso", "abdomen/abdomen_y", "abdomen")
+    assert [float(x) for x in mj.model.mass[:2]] == [0.0, 0.0]
+    with pytest.raises(ValueError, match="'lone' is massless and moves"):
+        rigid.MultiBody(
+            [rigid.Body("lone", joint=rigid.HingeJoint(), mass=0.0, inertia=np.zeros(3))]
+        )
 
 
 def test_sensors_keyframes_and_visual_geoms_are_ignored():
