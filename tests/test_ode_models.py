@@ -242,3 +242,35 @@ def test_model_parameters_are_differentiable_arrays():
     leaves = jax.tree.leaves(m)
     assert len(leaves) == 3 and all(isinstance(x, jax.Array) for x in leaves)
     assert "length" in repr(m)
+
+
+def test_parameters_checked_only_when_concrete():
+    """Under vmap and grad the parameters are tracers and pass; built concrete, a batch
+    of parameters is checked element by element."""
+    y = jnp.array([1.0, 0.0])
+    acc = jax.vmap(lambda L: sciad.ode.Pendulum(length=L).vector_field(0.0, y)[1])(
+        jnp.array([1.0, 2.0])
+    )
+    assert np.allclose(acc, -9.81 * np.sin(1.0) / np.array([1.0, 2.0]), rtol=1e-14)
+    g = jax.grad(lambda mu: sciad.ode.Kepler(mu=mu).initial_state(0.5)[1][1])(2.0)
+    assert np.isclose(g, 0.5 * np.sqrt(1.5 / 0.5 / 2.0), rtol=1e-12)  # d√(3μ)/dμ
+    sciad.ode.Pendulum(length=jnp.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"Pendulum\.length must be finite and > 0; got -2\.0"):
+        sciad.ode.Pendulum(length=jnp.array([1.0, -2.0]))
+    e = jax.vmap(lambda ecc: sciad.ode.Kepler().initial_state(ecc)[0][0])(jnp.array([0.0, 0.5]))
+    assert np.allclose(e, [1.0, 0.5], rtol=1e-14)
+
+
+def test_legitimate_signs_are_accepted():
+    """Parameters whose sign is physics, not error: growth, a drive, a stimulus, ρ < 0."""
+    grow = sciad.ode.ExponentialDecay(rate=-0.5)
+    assert float(grow.vector_field(0.0, jnp.array(2.0))) == 1.0
+    osc = sciad.ode.HarmonicOscillator(drive_amplitude=-1.0, drive_frequency=-2.0)
+    assert np.isclose(osc.vector_field(0.0, jnp.array([0.0, 0.0]))[1], -1.0, rtol=1e-14)
+    fhn = sciad.ode.FitzHughNagumo(a=-0.2, current=-0.5)
+    assert np.isfinite(np.asarray(fhn.vector_field(0.0, jnp.array([0.0, 0.0])))).all()
+    cold = sciad.ode.Lorenz(rho=-1.0)  # heated from above: decays to rest
+    traj = sciad.ode.solve(cold, jnp.array([1.0, 1.0, 1.0]), jnp.array([0.0, 20.0]))
+    assert np.all(np.abs(np.asarray(traj.ys[-1])) < 1e-3)
+    # zero is allowed where a term may be switched off
+    sciad.ode.VanDerPol(mu=0.0), sciad.ode.SIR(beta=0.0), sciad.ode.NBody(jnp.ones(2), softening=0.0)

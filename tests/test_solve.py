@@ -119,7 +119,7 @@ def test_event_terminates_and_is_reported():
 def test_user_saveat_with_fn_and_final_state():
     lv = sciad.ode.LotkaVolterra()
     saveat = diffrax.SaveAt(ts=TS, fn=lambda t, y, args: args.invariant(y))
-    traj = sciad.ode.solve(lv, Y0, TS, saveat=saveat, rtol=1e-10, atol=1e-10)
+    traj = sciad.ode.solve(lv, Y0, t0=0.0, t1=2.0, saveat=saveat, rtol=1e-10, atol=1e-10)
     assert traj.ys.shape == (5,) and np.allclose(traj.ys, lv.invariant(Y0), rtol=1e-8)
     assert traj.y1.shape == (2,)
 
@@ -186,3 +186,28 @@ def test_forward_mode_limits_are_as_documented():
     assert np.allclose(fwd2, hess, rtol=1e-6)
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
         jax.grad(f)(P)
+
+
+def test_time_runs_forwards_in_both_paths():
+    """t1 < t0 is refused with or without ts (as sciad.simulate does); t1 == t0 is a no-op."""
+    model = sciad.ode.ExponentialDecay(rate=1.0)
+    y0 = jnp.array(1.0)
+    with pytest.raises(ValueError, match="t1 must be >= t0"):
+        sciad.ode.solve(model, y0, t0=1.0, t1=0.0, saveat=diffrax.SaveAt(t1=True))
+    with pytest.raises(ValueError, match="t1 must be >= t0"):
+        sciad.ode.solve(model, y0, jnp.array([0.5]), t0=1.0)
+    same = sciad.ode.solve(model, y0, t0=1.0, t1=1.0, saveat=diffrax.SaveAt(t1=True))
+    assert float(same.y1) == 1.0 and same.result == sciad.RESULTS.successful
+    one = sciad.ode.solve(model, y0, jnp.array([0.5]))
+    assert float(one.ys[0]) == 1.0
+
+
+def test_default_tolerances_and_explicit_ones():
+    """rtol/atol default to 1e-6/1e-8; given ones reach the PID controller."""
+    model = sciad.ode.ExponentialDecay(rate=1.0)
+    exact = np.exp(-2.0)
+    loose = sciad.ode.solve(model, jnp.array(1.0), jnp.array([0.0, 2.0]))
+    tight = sciad.ode.solve(model, jnp.array(1.0), jnp.array([0.0, 2.0]), rtol=1e-12, atol=1e-14)
+    assert abs(float(loose.ys[-1]) - exact) < 1e-6
+    assert abs(float(tight.ys[-1]) - exact) < 1e-12
+    assert int(tight.stats["num_steps"]) > int(loose.stats["num_steps"])

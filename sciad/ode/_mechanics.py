@@ -13,7 +13,8 @@ from .._core._types import (
     RealScalarLike,
     State,
 )
-from ._param import param
+from .._core._validate import check_in_range, check_positive, check_scalar
+from ._param import check_params, param
 
 
 class HarmonicOscillator(AbstractModel):
@@ -23,7 +24,9 @@ class HarmonicOscillator(AbstractModel):
 
     **Parameters** (defaults in brackets): `mass` m [1] (kg), `stiffness` k [1] (N/m),
     `damping` c [0] (N·s/m),
-    `drive_amplitude` F [0] (N), `drive_frequency` ω [0] (rad/s).
+    `drive_amplitude` F [0] (N), `drive_frequency` ω [0] (rad/s). m must be finite
+    and > 0, k and c finite and >= 0 (k = 0 is a free, possibly damped, particle); F
+    and ω may be any finite real (a negative F is a drive shifted by half a period).
     **State:** shape `(2,)`: (position x in m, velocity v in m/s).
 
     **Example:**
@@ -39,6 +42,14 @@ class HarmonicOscillator(AbstractModel):
     damping: FloatScalar = param(0.0)
     drive_amplitude: FloatScalar = param(0.0)
     drive_frequency: FloatScalar = param(0.0)
+
+    def __check_init__(self):
+        check_params(
+            self,
+            positive=("mass",),
+            nonnegative=("stiffness", "damping"),
+            real=("drive_amplitude", "drive_frequency"),
+        )
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
         """(dx/dt, dv/dt)."""
@@ -62,7 +73,8 @@ class Pendulum(AbstractModel):
     dθ/dt = ω,   dω/dt = −(g / L) sin θ − b ω.
 
     **Parameters** (defaults in brackets): `length` L [1] (m), `gravity` g [9.81]
-    (m/s²), `damping` b [0] (1/s).
+    (m/s²), `damping` b [0] (1/s). L and g must be finite and > 0 (g defines the
+    downward vertical), b finite and >= 0.
     **State:** shape `(2,)`: (angle θ from the downward vertical in rad, angular
     velocity ω in rad/s). The small-angle period is 2π √(L/g).
 
@@ -77,6 +89,9 @@ class Pendulum(AbstractModel):
     length: FloatScalar = param(1.0)
     gravity: FloatScalar = param(9.81)
     damping: FloatScalar = param(0.0)
+
+    def __check_init__(self):
+        check_params(self, positive=("length", "gravity"), nonnegative=("damping",))
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
         """(dθ/dt, dω/dt)."""
@@ -104,7 +119,7 @@ class DoublePendulum(AbstractModel):
     - dω₂/dt = [2 sin Δ (ω₁² L₁ (m₁+m₂) + g(m₁+m₂) cos θ₁ + ω₂² L₂ m₂ cos Δ)] / (L₂ D)
 
     **Parameters** (defaults in brackets): `mass1`, `mass2` [1, 1] (kg), `length1`,
-    `length2` [1, 1] (m), `gravity` [9.81] (m/s²).
+    `length2` [1, 1] (m), `gravity` [9.81] (m/s²), each finite and > 0.
     **State:** shape `(4,)`: (θ₁, θ₂ in rad, ω₁, ω₂ in rad/s).
 
     **Example:** `sciad.simulate(sciad.ode.DoublePendulum(), jnp.array([1.0, 0.5, 0.0, 0.0]), t1=1.0, dt=1e-3)`
@@ -115,6 +130,9 @@ class DoublePendulum(AbstractModel):
     length1: FloatScalar = param(1.0)
     length2: FloatScalar = param(1.0)
     gravity: FloatScalar = param(9.81)
+
+    def __check_init__(self):
+        check_params(self, positive=("mass1", "mass2", "length1", "length2", "gravity"))
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
         """(dθ₁/dt, dθ₂/dt, dω₁/dt, dω₂/dt)."""
@@ -156,7 +174,8 @@ class NBody(AbstractSeparableModel):
     Separable, so the symplectic integrators apply. Forces are −∇V by autodiff.
     **Parameters** (defaults in brackets): `masses` shape `(n,)` (required), `G` [1]
     (gravitational constant),
-    `softening` ε [0] (length). **State:** `(q, p)`, each shape `(n, d)`: positions
+    `softening` ε [0] (length). Masses and G must be finite and > 0, ε finite and
+    >= 0. **State:** `(q, p)`, each shape `(n, d)`: positions
     and momenta. Kepler's problem is the two-body case.
 
     **Example:**
@@ -172,8 +191,11 @@ class NBody(AbstractSeparableModel):
     softening: FloatScalar = param(0.0)
 
     def __check_init__(self):
-        if np.ndim(self.masses) != 1:
-            raise ValueError(f"masses must have shape (n,), got {np.shape(self.masses)}.")
+        if np.ndim(self.masses) != 1 or np.shape(self.masses)[0] == 0:
+            raise ValueError(
+                f"NBody.masses must have shape (n,) with n >= 1; got shape {np.shape(self.masses)}."
+            )
+        check_params(self, positive=("masses", "G"), nonnegative=("softening",))
 
     def potential(self, q: Positions) -> FloatScalar:
         """Gravitational potential energy V(q)."""
@@ -215,7 +237,7 @@ class Kepler(AbstractSeparableModel):
     H = |p|²/2 − μ/|q|.  Conserves energy, angular momentum and the
     Runge–Lenz vector; bound orbits are closed ellipses of period 2π√(a³/μ).
 
-    **Parameters:** `mu` μ = G(m₁ + m₂) [1] (length³/time²).
+    **Parameters:** `mu` μ = G(m₁ + m₂) [1] (length³/time²), finite and > 0.
     **State:** `(q, p)`, each shape `(d,)` with d = 2 or 3 (p per unit reduced mass).
 
     **Example:**
@@ -228,6 +250,9 @@ class Kepler(AbstractSeparableModel):
     """
 
     mu: FloatScalar = param(1.0)
+
+    def __check_init__(self):
+        check_params(self, positive=("mu",))
 
     def velocity(self, t: RealScalarLike, p: State) -> State:
         """dq/dt = p."""
@@ -248,10 +273,18 @@ class Kepler(AbstractSeparableModel):
     ) -> tuple[FloatVector, FloatVector]:
         """The state at periapsis of the planar orbit with the given shape.
 
-        **Arguments:** `eccentricity` e in [0, 1); `semi_major_axis` a (length).
+        **Arguments:** `eccentricity` e in [0, 1) (a bound orbit: e >= 1 has no
+        periapsis of an ellipse and is refused); `semi_major_axis` a (length), > 0.
+        Both are real scalars, checked when concrete.
 
         **Returns:** `(q, p)` with q = (a(1−e), 0) and p = (0, √(μ(1+e)/(a(1−e)))).
         """
+        check_scalar(eccentricity, "Kepler.initial_state eccentricity")
+        check_in_range(
+            eccentricity, "Kepler.initial_state eccentricity", 0.0, 1.0, closed=(True, False)
+        )
+        check_scalar(semi_major_axis, "Kepler.initial_state semi_major_axis")
+        check_positive(semi_major_axis, "Kepler.initial_state semi_major_axis")
         e = jnp.asarray(eccentricity, dtype=jnp.result_type(self.mu))
         rp = semi_major_axis * (1 - e)
         vp = jnp.sqrt(self.mu * (1 + e) / rp)
@@ -259,5 +292,7 @@ class Kepler(AbstractSeparableModel):
         return jnp.stack([rp, zero]), jnp.stack([zero, vp])
 
     def period(self, semi_major_axis: RealScalarLike = 1.0) -> FloatScalar:
-        """Orbital period 2π √(a³/μ)."""
+        """Orbital period 2π √(a³/μ) of the bound orbit of semi-major axis a > 0."""
+        check_scalar(semi_major_axis, "Kepler.period semi_major_axis")
+        check_positive(semi_major_axis, "Kepler.period semi_major_axis")
         return 2 * jnp.pi * jnp.sqrt(semi_major_axis**3 / self.mu)

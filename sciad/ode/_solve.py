@@ -12,7 +12,18 @@ from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._trajectory import Trajectory
 from .._core._types import RealScalarLike, State
-from .._core._validate import as_time, check_model, check_state, float_dtype, is_concrete
+from .._core._validate import (
+    as_time,
+    check_int,
+    check_model,
+    check_positive,
+    check_real,
+    check_scalar,
+    check_state,
+    float_dtype,
+    is_concrete,
+    to_float,
+)
 
 _HIGHER_ORDER_HELP = (
     "sciad.ode.solve's default adjoint, diffrax.RecursiveCheckpointAdjoint, supports "
@@ -40,30 +51,89 @@ def _translate(result: Any) -> RESULTS:
 
 
 def _output_times(ts: Any, t0: Any, t1: Any, dtype: Any) -> tuple[Any, Any, Any]:
+    """Check the output times and the interval; time runs forwards only (t0 <= t1)."""
     if ts is None:
         if t0 is None or t1 is None:
             raise ValueError("pass ts, or t0 and t1 together with a diffrax saveat.")
-        return None, as_time(t0, dtype, "t0"), as_time(t1, dtype, "t1")
-    if jnp.ndim(ts) != 1 or jnp.shape(ts)[0] == 0:
-        raise ValueError(f"ts must be a non-empty 1-D array; got shape {jnp.shape(ts)}.")
-    if not jnp.issubdtype(jnp.result_type(ts), jnp.floating):
-        ts = jnp.asarray(ts, dtype=dtype)
-    ts = jnp.asarray(ts)
-    t0 = as_time(ts[0] if t0 is None else t0, dtype, "t0")
-    t1 = as_time(ts[-1] if t1 is None else t1, dtype, "t1")
-    if is_concrete(ts) and is_concrete(t0) and is_concrete(t1):
+        t0, t1 = as_time(t0, dtype, "t0"), as_time(t1, dtype, "t1")
+    else:
+        if jnp.ndim(ts) != 1 or jnp.shape(ts)[0] == 0:
+            raise ValueError(f"ts must be a non-empty 1-D array; got shape {jnp.shape(ts)}.")
+        check_real(ts, "ts")
+        if not jnp.issubdtype(jnp.result_type(ts), jnp.floating):
+            ts = jnp.asarray(ts, dtype=dtype)
+        ts = jnp.asarray(ts)
+        t0 = as_time(ts[0] if t0 is None else t0, dtype, "t0")
+        t1 = as_time(ts[-1] if t1 is None else t1, dtype, "t1")
+    if is_concrete(t0) and is_concrete(t1) and to_float(t1) < to_float(t0):
+        raise ValueError(
+            f"t1 must be >= t0 (sciad.ode.solve integrates forwards in time, like "
+            f"sciad.simulate); got t0={to_float(t0)}, t1={to_float(t1)}. To integrate "
+            "backwards, solve the time-reversed model (its vector field negated) forwards."
+        )
+    if ts is not None and is_concrete(ts) and is_concrete(t0) and is_concrete(t1):
         tsn = np.asarray(ts)
         if not np.all(np.isfinite(tsn)):
             raise ValueError("ts contains NaN or inf.")
         if tsn.size > 1 and np.any(np.diff(tsn) <= 0):
             raise ValueError("ts must be strictly increasing.")
-        if float(t1) <= float(t0) and tsn.size > 1:
-            raise ValueError(f"t1 must be > t0; got t0={float(t0)}, t1={float(t1)}.")
-        if tsn[0] < float(t0) or tsn[-1] > float(t1):
+        if tsn[0] < to_float(t0) or tsn[-1] > to_float(t1):
             raise ValueError(
-                f"ts must lie in [t0, t1] = [{float(t0)}, {float(t1)}]; got [{tsn[0]}, {tsn[-1]}]."
+                f"ts must lie in [t0, t1] = [{to_float(t0)}, {to_float(t1)}]; "
+                f"got [{tsn[0]}, {tsn[-1]}]."
             )
     return ts, t0, t1
+
+
+def _check_options(
+    ts: Any,
+    saveat: Any,
+    dt0: Any,
+    stepsize_controller: Any,
+    rtol: Any,
+    atol: Any,
+    event: Any,
+    stiff: Any,
+    max_steps: Any,
+) -> None:
+    """The argument checks of `solve` that need no model: types, signs and conflicts."""
+    if saveat is not None:
+        if not isinstance(saveat, diffrax.SaveAt):
+            raise TypeError(
+                f"saveat must be a diffrax.SaveAt for sciad.ode.solve; got {type(saveat).__name__}."
+            )
+        if ts is not None:
+            raise ValueError(
+                "pass ts or saveat, not both: with a diffrax saveat, give the interval as "
+                "t0 and t1 (ts would not be saved)."
+            )
+    if dt0 is not None:
+        check_scalar(dt0, "dt0")
+        if is_concrete(dt0) and not to_float(dt0) > 0:
+            raise ValueError(f"dt0 must be > 0 (time runs forwards); got {to_float(dt0)}.")
+    if stepsize_controller is not None:
+        if not isinstance(stepsize_controller, diffrax.AbstractStepSizeController):
+            raise TypeError(
+                "stepsize_controller must be a diffrax.AbstractStepSizeController; "
+                f"got {stepsize_controller!r}."
+            )
+        if rtol is not None or atol is not None:
+            raise ValueError(
+                "rtol and atol set the default PIDController; with a stepsize_controller "
+                "of your own, give the tolerances to it instead."
+            )
+    for value, name in ((rtol, "rtol"), (atol, "atol")):
+        if value is not None:
+            check_positive(value, name, zero_ok=True)
+    if rtol is not None and atol is not None and is_concrete(rtol) and is_concrete(atol):
+        if to_float(rtol) == 0 and to_float(atol) == 0:
+            raise ValueError("rtol and atol cannot both be 0.")
+    if event is not None and not isinstance(event, diffrax.Event):
+        raise TypeError(f"event must be a diffrax.Event; got {event!r}.")
+    if stiff is not None and not isinstance(stiff, bool):
+        raise TypeError(f"stiff must be True, False or None; got {stiff!r}.")
+    if max_steps is not None:
+        check_int(max_steps, "max_steps", minimum=1)
 
 
 def solve(
@@ -76,8 +146,8 @@ def solve(
     dt0: RealScalarLike | None = None,
     solver: diffrax.AbstractSolver | None = None,
     stepsize_controller: diffrax.AbstractStepSizeController | None = None,
-    rtol: float = 1e-6,
-    atol: float = 1e-8,
+    rtol: float | None = None,
+    atol: float | None = None,
     saveat: diffrax.SaveAt | None = None,
     adjoint: diffrax.AbstractAdjoint | None = None,
     event: diffrax.Event | None = None,
@@ -97,11 +167,15 @@ def solve(
     - `model`: a `sciad.AbstractModel`.
     - `y0`: the initial state.
     - `ts`: output times, shape `(n,)`, strictly increasing; t0 = ts[0], t1 = ts[-1]
-      unless given.
-    - `t0`, `t1`: the integration interval (default from `ts`).
-    - `dt0`: initial step; default chosen automatically.
+      unless given. Not together with `saveat` (give `t0` and `t1` then).
+    - `t0`, `t1`: the integration interval (default from `ts`), t0 <= t1: time runs
+      forwards only, as in `sciad.simulate` (t1 < t0 is refused with or without `ts`;
+      integrate the time-reversed model to go backwards).
+    - `dt0`: initial step, > 0; default chosen automatically.
     - `solver`, `stepsize_controller`, `saveat`, `event`: diffrax objects.
-    - `rtol`, `atol`: tolerances of the default PID controller.
+    - `rtol`, `atol`: tolerances (>= 0, not both 0) of the default PID controller,
+      1e-6 and 1e-8 unless given; refused together with a `stepsize_controller`,
+      which carries its own.
     - `adjoint`: a diffrax adjoint. The default `RecursiveCheckpointAdjoint` gives
       `jax.grad` only; use `diffrax.ForwardMode()` for `jvp`/`jacfwd` (and
       forward-over-forward second derivatives) and `diffrax.DirectAdjoint()` for
@@ -109,7 +183,7 @@ def solve(
       error that says so. With `diffrax.BacksolveAdjoint()` the final state is
       not saved separately (`Trajectory.y1` is `None`; save `t1=True`).
     - `stiff`: override `model.stiff` when choosing the default solver.
-    - `max_steps`: the most steps diffrax may take.
+    - `max_steps`: the most steps diffrax may take (an int >= 1, or `None`).
     - `throw`: raise on failure; otherwise see `Trajectory.result`.
 
     **Returns:** a `sciad.Trajectory` with `ts`, `ys` (per `saveat`; by default the
@@ -125,14 +199,11 @@ def solve(
     """
     check_model(model)
     y0 = check_state(model, y0)
+    _check_options(ts, saveat, dt0, stepsize_controller, rtol, atol, event, stiff, max_steps)
     dtype = float_dtype(y0)
     ts, t0, t1 = _output_times(ts, t0, t1, dtype)
     if saveat is None:
         saveat = diffrax.SaveAt(ts=ts)
-    elif not isinstance(saveat, diffrax.SaveAt):
-        raise TypeError(
-            f"saveat must be a diffrax.SaveAt for sciad.ode.solve; got {type(saveat).__name__}."
-        )
     if stiff is None:
         stiff = model.stiff
     if solver is None:
@@ -140,7 +211,9 @@ def solve(
     elif not isinstance(solver, diffrax.AbstractSolver):
         raise TypeError(f"solver must be a diffrax.AbstractSolver; got {solver!r}.")
     if stepsize_controller is None:
-        stepsize_controller = diffrax.PIDController(rtol=rtol, atol=atol)
+        stepsize_controller = diffrax.PIDController(
+            rtol=1e-6 if rtol is None else rtol, atol=1e-8 if atol is None else atol
+        )
     default_adjoint = adjoint is None
     if default_adjoint:
         adjoint = diffrax.RecursiveCheckpointAdjoint()
