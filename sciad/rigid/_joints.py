@@ -185,8 +185,13 @@ class AbstractJoint(eqx.Module):
         return q
 
     def passive_force(self, q: Q, v: V) -> V:
-        """Joint forces other than damping: the soft limits. Zero by default."""
+        """Joint forces other than damping: springs and soft limits. Zero by default."""
         return jnp.zeros_like(v)
+
+    def spring_energy(self, q: Q) -> FloatScalar:
+        """The potential energy of the joint's spring (`stiffness`), zero by default.
+        Soft limits are not included (they dissipate)."""
+        return jnp.zeros((), q.dtype)
 
     @property
     def hard_limited(self) -> bool:
@@ -252,21 +257,29 @@ class FixedJoint(AbstractJoint):
 
 
 class _AbstractRangeJoint(AbstractJoint):
-    """A one-dof joint whose optional `range` (lower, upper) is a hard or a soft limit."""
+    """A one-dof joint with a linear spring −k (q − springref) and an optional `range`
+    (lower, upper) that is a hard or a soft limit."""
 
+    stiffness: eqx.AbstractVar[FloatScalar]
+    springref: eqx.AbstractVar[FloatScalar]
     range: eqx.AbstractVar[Float[Array, "2"] | None]
     limit_stiffness: eqx.AbstractVar[FloatScalar]
     limit_damping: eqx.AbstractVar[FloatScalar]
     limit: eqx.AbstractVar[str]
 
     def passive_force(self, q: Q, v: V) -> V:
-        """The soft limit force (zero without `range`, or with a hard limit)."""
-        if self.range is None or self.limit == "hard":
-            return jnp.zeros_like(v)
-        f = _limit_force(
-            q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
-        )
+        """The spring −k (q − springref) plus the soft limit force (zero without
+        `range`, or with a hard limit)."""
+        f = -self.stiffness * (q[0] - self.springref)
+        if self.range is not None and self.limit == "soft":
+            f = f + _limit_force(
+                q[0], v[0], self.range[0], self.range[1], self.limit_stiffness, self.limit_damping
+            )
         return f[None]
+
+    def spring_energy(self, q: Q) -> FloatScalar:
+        """½ k (q − springref)²."""
+        return 0.5 * self.stiffness * (q[0] - self.springref) ** 2
 
     @property
     def hard_limited(self) -> bool:
@@ -301,6 +314,8 @@ class HingeJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` angles (rad).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness`, `limit_damping`: the soft limit's k (N·m/rad) and d (N·m·s/rad).
+    - `stiffness` (N·m/rad, ≥ 0), `springref` (rad): a torsion spring
+      −stiffness·(q − springref) (MuJoCo's joint `stiffness` and `springref`).
 
     **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), range=(-1.0, 1.0))`
     """
@@ -309,6 +324,8 @@ class HingeJoint(_AbstractRangeJoint):
     pos: Float[Array, "3"]
     damping: FloatScalar
     armature: FloatScalar
+    stiffness: FloatScalar
+    springref: FloatScalar
     range: Float[Array, "2"] | None
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
@@ -326,11 +343,15 @@ class HingeJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
+        stiffness: ScalarLike = 0.0,
+        springref: ScalarLike = 0.0,
     ):
         self.axis = _unit_axis("HingeJoint", axis)
         self.pos = _vec3(pos)
         self.damping = jnp.asarray(damping)
         self.armature = jnp.asarray(armature)
+        self.stiffness = jnp.asarray(stiffness)
+        self.springref = jnp.asarray(springref)
         self.range = None if range is None else jnp.asarray(range)
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
@@ -339,7 +360,8 @@ class HingeJoint(_AbstractRangeJoint):
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
             raise ValueError(f"HingeJoint pos must have shape (3,); got {np.shape(self.pos)}.")
-        _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
+        _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")
+        check_scalar(self.springref, f"{type(self).__name__}.springref")
         _check_range(self, self.range)
         _check_limit(self, self.limit)
 
@@ -370,6 +392,8 @@ class SliderJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` (length).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N/m), `limit_damping` (N·s/m), for a soft limit.
+    - `stiffness` (N/m, ≥ 0), `springref` (length): a spring −stiffness·(q − springref)
+      (MuJoCo's joint `stiffness` and `springref`).
 
     **Example:** `sciad.rigid.SliderJoint(axis=jnp.array([1.0, 0.0, 0.0]))`
     """
@@ -377,6 +401,8 @@ class SliderJoint(_AbstractRangeJoint):
     axis: Float[Array, "3"]
     damping: FloatScalar
     armature: FloatScalar
+    stiffness: FloatScalar
+    springref: FloatScalar
     range: Float[Array, "2"] | None
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
@@ -393,17 +419,22 @@ class SliderJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
+        stiffness: ScalarLike = 0.0,
+        springref: ScalarLike = 0.0,
     ):
         self.axis = _unit_axis("SliderJoint", axis)
         self.damping = jnp.asarray(damping)
         self.armature = jnp.asarray(armature)
+        self.stiffness = jnp.asarray(stiffness)
+        self.springref = jnp.asarray(springref)
         self.range = None if range is None else jnp.asarray(range)
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
 
     def __check_init__(self):
-        _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
+        _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")
+        check_scalar(self.springref, f"{type(self).__name__}.springref")
         _check_range(self, self.range)
         _check_limit(self, self.limit)
 

@@ -139,12 +139,12 @@ def convert_joint(
         and not disabled(m, mujoco, "mjDSBL_FRICTIONLOSS")
     ):
         label.block(f"{where}: frictionloss (dry joint friction) is not supported.")
-    if not disabled(m, mujoco, "mjDSBL_SPRING"):
-        if m.jnt_stiffness[j] != 0 or nonzero(m.jnt_stiffnesspoly[j]):
-            label.block(
-                f"{where}: joint stiffness (a spring towards springref) is not supported by "
-                "sciad.rigid's joints."
-            )
+    springs = not disabled(m, mujoco, "mjDSBL_SPRING")
+    stiffness = float(m.jnt_stiffness[j]) if springs else 0.0
+    if springs and nonzero(m.jnt_stiffnesspoly[j]):
+        label.block(f"{where}: nonlinear joint stiffness (stiffnesspoly) is not supported.")
+    if stiffness and jt in (int(T.mjJNT_FREE), int(T.mjJNT_BALL)):
+        label.block(f"{where}: stiffness of a ball or free joint is not supported.")
     if nonzero(m.dof_dampingpoly[dof : dof + nv]):
         label.block(f"{where}: nonlinear damping (dampingpoly) is not supported.")
     if m.jnt_actfrclimited[j]:
@@ -159,6 +159,11 @@ def convert_joint(
     if limited and m.jnt_margin[j] != 0:
         label.block(f"{where}: a limit margin is not supported.")
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
+    # MuJoCo's spring pulls qpos towards qpos_spring (springref); sciad's q is qpos − ref.
+    spring = dict(
+        stiffness=stiffness,
+        springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
+    )
     if limited:
         hard = hard_tau is not None and hard_limit_time_constant(m, mujoco, j) == hard_tau
         k, d = _limit_gains(m, mujoco, j)
@@ -172,9 +177,9 @@ def convert_joint(
     if jt == int(T.mjJNT_BALL):
         return BallJoint(pos=m.jnt_pos[j], max_angle=rng[1] if limited else None, **kw)
     if jt == int(T.mjJNT_SLIDE):
-        return SliderJoint(axis=m.jnt_axis[j], range=rng - ref if limited else None, **kw)
+        return SliderJoint(axis=m.jnt_axis[j], range=rng - ref if limited else None, **kw, **spring)
     return HingeJoint(
-        axis=m.jnt_axis[j], pos=m.jnt_pos[j], range=rng - ref if limited else None, **kw
+        axis=m.jnt_axis[j], pos=m.jnt_pos[j], range=rng - ref if limited else None, **kw, **spring
     )
 
 

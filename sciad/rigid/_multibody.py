@@ -541,12 +541,20 @@ class MultiBody(AbstractModel):
         return bodies + 0.5 * jnp.sum(f.armature * v**2)
 
     def potential_energy(self, q: Q) -> FloatScalar:
-        """Gravitational potential energy −Σ_b m_b g · c_b."""
+        """Gravitational potential energy −Σ_b m_b g · c_b plus the joint springs'
+        ½ k (q − springref)²."""
         com = self.com_positions(q)
-        return -jnp.sum(self.mass * (com @ self.gravity))
+        springs = sum(
+            (
+                j.spring_energy(q[a : a + type(j).nq])
+                for j, a in zip(self.joints, self.topology.qadr, strict=True)
+            ),
+            jnp.zeros((), q.dtype),
+        )
+        return springs - jnp.sum(self.mass * (com @ self.gravity))
 
     def energy(self, y: State) -> FloatScalar:
-        """Kinetic plus gravitational potential energy of y = (q, v).
+        """Kinetic plus potential energy (gravity and joint springs) of y = (q, v).
 
         **Example:** `sciad.SaveAt(steps=10, fn=lambda t, y, m: m.energy(y))`
         """

@@ -56,17 +56,19 @@ FREE = """<mujoco><option timestep="0.001" integrator="RK4"/><worldbody>
 
 # Several joints in one body, as MuJoCo's planar walkers have them: a torso on a planar
 # root (two slides and a hinge, with off-origin joint positions), an abdomen on two
-# hinges through different points, a leg on one, a two-slide target, limits and
-# actuators on joints of multi-joint bodies.
+# hinges through different points, a leg on one, a two-slide target, actuators on
+# joints of multi-joint bodies, and joint springs (stiffness, springref; a slider's
+# springref with a ref, a hinge's in degrees).
 PLANAR = """<mujoco><option timestep="0.002"><flag contact="disable"/></option><worldbody>
 <body name="torso" pos="0.1 0 1.2" euler="0 5 0">
   <joint name="rootx" type="slide" axis="1 0 0" damping="0.1"/>
-  <joint name="rootz" type="slide" axis="0 0 1" ref="0.3"/>
+  <joint name="rootz" type="slide" axis="0 0 1" ref="0.3" stiffness="50" springref="0.2"/>
   <joint name="rooty" type="hinge" axis="0 1 0" pos="0 0 -0.1" armature="0.01"/>
   <geom type="capsule" fromto="0 0 -0.2 0 0 0.2" size="0.05"/>
   <body name="abdomen" pos="0 0 -0.25" euler="3 -4 10">
     <joint name="abdomen_y" type="hinge" axis="0 1 0" pos="0 0.01 0.05"/>
-    <joint name="abdomen_z" type="hinge" axis="0.1 0 1" pos="0.02 0 0" damping="0.05"/>
+    <joint name="abdomen_z" type="hinge" axis="0.1 0 1" pos="0.02 0 0" damping="0.05"
+      stiffness="3" springref="10"/>
     <geom type="box" size="0.05 0.08 0.06" pos="0.01 0.02 -0.05"/>
     <body name="leg" pos="0 0.05 -0.1"><joint name="knee" type="hinge" axis="0 1 0"/>
       <geom type="capsule" fromto="0 0 0 0.02 0 -0.3" size="0.03"/></body>
@@ -556,9 +558,11 @@ UNSUPPORTED = {
         ),
         r"geom 'pill' \(Capsule on body 'b'\) against geom 'drum'.*not supported",
     ),
-    "joint stiffness": (
-        _world('<body name="b"><joint name="spring" stiffness="10"/><geom size="0.1"/></body>'),
-        r"MJCF joint 'spring': joint stiffness",
+    "ball joint stiffness": (
+        _world(
+            '<body name="b"><joint name="spring" type="ball" stiffness="10"/><geom size="0.1"/></body>'
+        ),
+        r"MJCF joint 'spring': stiffness of a ball or free joint",
     ),
     "frictionloss": (
         _world('<body name="b"><joint name="dry" frictionloss="1"/><geom size="0.1"/></body>'),
@@ -593,8 +597,9 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     its element, so that one load tells the user everything that is missing."""
     xml = _world(
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
-        '<body name="b" gravcomp="1"><joint name="j" stiffness="2" frictionloss="0.1"/>'
-        '<geom name="g" size="0.1" margin="0.01"/></body>',
+        '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
+        '<geom name="g" size="0.1" margin="0.01"/>'
+        '<geom name="e" type="ellipsoid" size="0.1 0.2 0.3"/></body>',
         '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>',
     )
@@ -606,7 +611,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         "MJCF tendon 't': tendons",
         "MJCF body 'b': gravity compensation",
         "MJCF joint 'j': frictionloss",
-        "MJCF joint 'j': joint stiffness",
+        "MJCF geom 'e': ellipsoid geoms cannot collide",
         "MJCF actuator 'm': forcerange",
         "MJCF geom 'g': contact margin/gap",
     ):
