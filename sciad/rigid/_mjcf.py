@@ -64,7 +64,8 @@ class MJCFModel(eqx.Module):
       zero velocity, shapes `(nq,)` and `(nv,)`.
     - `dt`: the `<option timestep>` (time units).
     - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicit and implicitfast
-      integrators, `RKMK4` for RK4 (see [`from_mujoco`][sciad.rigid.from_mujoco]).
+      integrators and for RK4 with contacts or hard limits, `RKMK4` for RK4 without
+      (see [`from_mujoco`][sciad.rigid.from_mujoco]).
     - `qpos_offset`: shape `(nq,)`, the hinges' and sliders' `ref` (zero elsewhere).
     - `geom_ids`: the MuJoCo geom id of each of `model.geoms`.
 
@@ -176,9 +177,12 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         )
 
 
-def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
+def _integrator(m: Any, mujoco: Any, constrained: bool) -> AbstractIntegrator:
+    """sciad's counterpart of `<option integrator>`; an RK4 model with constraints
+    (contacts or hard limits) runs with the constrained time-stepping scheme (see
+    `from_mujoco`)."""
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4):
-        return RKMK4()
+        return SemiImplicitEuler(implicit_damping=True) if constrained else RKMK4()
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
         return SemiImplicitEuler(implicit_damping=not disabled(m, mujoco, "mjDSBL_EULERDAMP"))
     return SemiImplicitEuler(implicit_damping=True)
@@ -190,11 +194,8 @@ def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
 def _hard_limit_time_constant(m: Any, mujoco: Any, contact_tau: float | None) -> float | None:
     """The time constant of the hard limits: the contacts' `contact_tau` (sciad's
     ContactModel takes one), or without contacts the first limit's that can be hard;
-    `None` (every limit soft) under RK4, which has no constraint solve, or when limits
-    are disabled."""
-    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4) or any(
-        disabled(m, mujoco, flag) for flag in ("mjDSBL_CONSTRAINT", "mjDSBL_LIMIT")
-    ):
+    `None` when limits are disabled."""
+    if any(disabled(m, mujoco, flag) for flag in ("mjDSBL_CONSTRAINT", "mjDSBL_LIMIT")):
         return None
     if contact_tau is not None:
         return contact_tau
@@ -224,8 +225,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes limits
       as solver constraints, and so does sciad (`limit="hard"`, solved with the
       contacts) when the limit's `solref` is (τ, 1) with the contacts' time constant τ
-      (or, without contacts, the first limit's), its `solimp` is the default, and the
-      integrator is not RK4; sciad's constraint model then takes τ and MuJoCo's
+      (or, without contacts, the first limit's) and its `solimp` is the default; sciad's constraint model then takes τ and MuJoCo's
       regularisation (1 − d)/d, d = solimp[1]. MuJoCo's constraints act on
       accelerations, sciad's on velocities: a limit stops a joint within a step rather
       than over about τ, so trajectories agree closely until a limit is hit and
@@ -241,7 +241,13 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     - **options**: `gravity`, `timestep` and `integrator`: Euler →
       `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
       damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
-      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4]; implicit and implicitfast →
+      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4] without constraints, and
+      `SemiImplicitEuler(implicit_damping=True)` with contacts or hard limits: MuJoCo's
+      RK4 re-solves its acceleration-level constraints at every stage, which sciad's
+      velocity-level constraint solve (a time-stepping scheme, first order) has no
+      counterpart for; the trajectories then agree with MuJoCo's RK4 to first order
+      until the first contact and statistically after it (measured per model in
+      docs/rigid.md); implicit and implicitfast →
       `SemiImplicitEuler(implicit_damping=True)`, which treats the joint damping
       implicitly but, unlike MuJoCo, the velocity terms of actuators (and, for
       implicit, the Coriolis forces) explicitly: the same to first order, not to
@@ -405,7 +411,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         model=model,
         y0=(q0, jnp.zeros(m.nv, dtype=q0.dtype)),
         dt=float(m.opt.timestep),
-        integrator=_integrator(m, mujoco),
+        integrator=_integrator(m, mujoco, model.constrained),
         qpos_offset=qpos_offset,
         geom_ids=tuple(geom_ids),
     )

@@ -260,7 +260,11 @@ def test_options_and_flags():
     joint = base.model.joints[0]
     assert isinstance(joint, rigid.HingeJoint) and float(joint.damping) == 0.5
     assert joint.range is not None and base.model.actuators[0].ctrl_range is not None
-    assert isinstance(load('integrator="RK4"').integrator, rigid.RKMK4)
+    # RK4 with a hard limit (a constraint) runs with the constrained time stepping; an
+    # RK4 model without constraints with RKMK4.
+    assert load('integrator="RK4"').integrator == rigid.SemiImplicitEuler(implicit_damping=True)
+    unconstrained = load('integrator="RK4"', flags='limit="disable"')
+    assert isinstance(unconstrained.integrator, rigid.RKMK4)
     for name in ("implicit", "implicitfast"):
         assert load(f'integrator="{name}"').integrator == rigid.SemiImplicitEuler()
     assert load(flags='eulerdamp="disable"').integrator == rigid.SemiImplicitEuler(
