@@ -174,3 +174,108 @@ def test_warm_start_at_the_optimum_converges():
     again = sciad.fit(first.model, pend_residuals, OBS, free=PEND_FREE, positive=PEND_FREE)
     assert again.result == sciad.RESULTS.successful
     assert np.isclose(again.model.length, 1.0, rtol=1e-7)
+
+
+def test_length_and_gravity_together_are_flagged_and_warned():
+    """Only g/L is observable: the Jacobian has rank 1, its null direction is equal
+    relative changes of length and gravity (g/L fixed), and the fit warns naming both."""
+    guess = sciad.ode.Pendulum(length=0.8, gravity=9.0, damping=0.1)
+    with pytest.warns(UserWarning, match=r"rank 1 for 2 free parameters.*length.*gravity"):
+        res = sciad.fit(guess, pend_residuals, OBS, free=lambda m: (m.length, m.gravity))
+    assert res.result == sciad.RESULTS.successful
+    assert np.isclose(res.model.gravity / res.model.length, 9.81, rtol=1e-8)  # g/L found
+    assert int(res.rank) == 1 and bool(res.rank_deficient)
+    ident = res.identifiability
+    assert ident.names == ("length", "gravity")
+    (null,) = ident.null_directions()
+    assert null == {"length": 0.707, "gravity": 0.707}
+    # the null direction really leaves the residuals unchanged: δp = ε·diag(s)v
+    v = np.asarray(ident.directions)[:, 1] * np.asarray(ident.scale)
+    moved = eqx.tree_at(
+        lambda m: (m.length, m.gravity),
+        res.model,
+        (res.model.length + 1e-4 * v[0], res.model.gravity + 1e-4 * v[1]),
+    )
+    drift = np.abs(np.asarray(pend_residuals(moved, OBS) - pend_residuals(res.model, OBS)))
+    assert drift.max() < 1e-12
+
+
+def test_well_posed_fit_has_full_rank_and_no_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        res = sciad.fit(GUESS, pend_residuals, OBS, free=PEND_FREE, positive=PEND_FREE)
+    assert int(res.rank) == 2 and not bool(res.rank_deficient)
+    # singular values of the relative-unit Jacobian against numpy on a finite-difference one
+    p = np.array([float(res.model.length), float(res.model.damping)])
+
+    def r(x):
+        m = eqx.tree_at(PEND_FREE, res.model, (jnp.asarray(x[0]), jnp.asarray(x[1])))
+        return pend_residuals(m, OBS)
+
+    fd = np.stack(
+        [(r(p + h) - r(p - h)) / (2e-6 * p[k]) for k, h in enumerate(1e-6 * np.diag(p))], 1
+    )
+    sv = np.linalg.svd(fd * p[None, :], compute_uv=False)
+    assert np.allclose(res.identifiability.singular_values, sv, rtol=1e-6)
+    assert int(res.rank) == np.linalg.matrix_rank(fd * p[None, :])
+
+
+def test_linear_fit_rank_matches_numpy_and_jit_gives_flag_only():
+    """Line fit: rank 2; a third, duplicated parameter (slope split into two) is rank 2 of 3."""
+
+    class Split(eqx.Module):
+        a: jax.Array
+        b: jax.Array
+        intercept: jax.Array
+
+    res = sciad.fit(LINE0, line_residuals, Y_LINE)
+    assert int(res.rank) == 2 and not bool(res.rank_deficient)
+    split = Split(jnp.asarray(0.5), jnp.asarray(0.5), jnp.asarray(0.0))
+    res_fn = lambda m, d: (m.a + m.b) * T + m.intercept - d
+    with pytest.warns(UserWarning, match="rank 2 for 3"):
+        bad = sciad.fit(split, res_fn, Y_LINE)
+    assert np.isclose(bad.model.a + bad.model.b, res.model.slope, rtol=1e-10)
+    (null,) = bad.identifiability.null_directions()
+    assert set(null) == {"a", "b"} and null["a"] == -null["b"]  # a − b is free
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # traced: the flag, no warning
+        flag = jax.jit(lambda y: sciad.fit(split, res_fn, y).rank_deficient)(Y_LINE)
+    assert bool(flag)
+
+
+def test_check_rank_off_and_scalar_loss_leave_it_unset():
+    off = sciad.fit(LINE0, line_residuals, Y_LINE, check_rank=False)
+    assert off.identifiability is None and off.rank is None and off.rank_deficient is None
+    scalar_loss = lambda m, d: 0.5 * jnp.sum(line_residuals(m, d) ** 2)
+    mn = sciad.fit(LINE0, scalar_loss, Y_LINE, solver=optx.BFGS(rtol=1e-10, atol=1e-10))
+    assert mn.identifiability is None
+    # a minimiser given residuals gets the check (reverse mode)
+    mr = sciad.fit(LINE0, line_residuals, Y_LINE, solver=optx.BFGS(rtol=1e-10, atol=1e-10))
+    assert int(mr.rank) == 2
+
+
+def test_residual_shape_mismatch_is_refused_before_solving():
+    """(n, 1) predictions minus (n,) observations broadcast to (n, n): refused, either way
+    round and inside a (ts, observations) tuple; a per-column scale is not refused."""
+    column = lambda m, d: pendulum_angles(m)[:, None] - d
+    row = lambda m, d: pendulum_angles(m) - d[1]
+    two = jnp.stack([OBS, 2 * OBS], axis=1)  # (31, 2) observations, scaled per column
+    scaled = lambda m, d: (jnp.stack([pendulum_angles(m)] * 2, 1) - d[0]) / d[1]
+    with jax.numpy_rank_promotion("allow"):  # as in a user's session
+        with pytest.raises(ValueError, match=r"shape \(31, 31\), which is data \(shape \(31,\)\)"):
+            sciad.fit(GUESS, column, OBS)
+        with pytest.raises(ValueError, match=r"data\[1\] \(shape \(31, 1\)\)"):
+            sciad.fit(GUESS, row, (PEND_TS, OBS[:, None]))
+        res = sciad.fit(GUESS, scaled, (two, jnp.array([1.0, 2.0])), free=PEND_FREE)
+    assert np.isfinite(float(res.loss)) and int(res.rank) == 2
+
+
+def test_fit_result_repr_is_short():
+    res = sciad.fit(LINE0, line_residuals, Y_LINE)
+    text = repr(res)
+    assert "rank=i64[]" in text and "names=('slope', 'intercept')" in text
+    assert len(text.splitlines()) < 25

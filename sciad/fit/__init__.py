@@ -1,6 +1,8 @@
 """The fitting pillar: parameter fitting, implicit differentiation, meta-optimisation.
 
-`sciad.fit` (the function) and `sciad.FitResult` are re-exported at the top level.
+`sciad.fit` (the function), `sciad.FitResult` and `sciad.Identifiability` are re-exported
+at the top level.
 """
 
 from ._fit import fit as fit, FitResult as FitResult
+from ._identifiability import Identifiability as Identifiability

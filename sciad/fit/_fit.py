@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from typing import Any
+import warnings
 
 import equinox as eqx
 import jax
@@ -11,8 +12,9 @@ import numpy as np
 import optimistix as optx
 
 from .._core._results import RESULTS
-from .._core._types import FloatScalar, IntScalar, PyTree
-from .._core._validate import check_finite, is_concrete
+from .._core._types import BoolScalar, FloatScalar, IntScalar, PyTree
+from .._core._validate import check_finite, check_int, is_concrete
+from ._identifiability import Identifiability, identifiability
 
 
 class FitResult(eqx.Module):
@@ -25,12 +27,21 @@ class FitResult(eqx.Module):
     - `num_steps`: optimiser steps taken.
     - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
     - `stats`: optimistix's statistics.
+    - `identifiability`: the SVD of the residuals' Jacobian at the solution, a
+      [`sciad.Identifiability`][sciad.Identifiability] (its rank, singular
+      values and unidentifiable directions), or `None` for a scalar loss or
+      `check_rank=False`.
+
+    **Properties:** `rank` (the Jacobian's numerical rank) and `rank_deficient`
+    (`True` when the data do not determine every free parameter), `None` where
+    `identifiability` is.
 
     **Example:**
 
     ```python
     res = sciad.fit(sciad.ode.Pendulum(length=0.8), residuals, observed)
     res.model.length, res.loss, res.num_steps, res.result == sciad.RESULTS.successful
+    res.rank_deficient  # True: length and gravity are both free, only g/L is observed
     ```
     """
 
@@ -39,6 +50,17 @@ class FitResult(eqx.Module):
     num_steps: IntScalar
     result: RESULTS
     stats: dict[str, Any]
+    identifiability: Identifiability | None
+
+    @property
+    def rank(self) -> IntScalar | None:
+        """The numerical rank of the residuals' Jacobian at the solution."""
+        return None if self.identifiability is None else self.identifiability.rank
+
+    @property
+    def rank_deficient(self) -> BoolScalar | None:
+        """Whether some combination of free parameters is not determined by the data."""
+        return None if self.identifiability is None else self.identifiability.deficient
 
 
 def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
@@ -96,6 +118,7 @@ def fit(
     throw: bool = True,
     progress: bool = False,
     adjoint: optx.AbstractAdjoint = optx.ImplicitAdjoint(),
+    check_rank: bool = True,
 ) -> FitResult:
     """Fit the float parameters of `model` to minimise `loss(model, data)`.
 
@@ -122,8 +145,21 @@ def fit(
     - `throw`: raise if the optimiser fails; otherwise see `FitResult.result`.
     - `progress`: print one line per optimiser step (sets the solver's `verbose`).
     - `adjoint`: how to differentiate the fit (default implicit differentiation).
+    - `check_rank`: compute the Jacobian of the residuals with respect to the free
+      parameters at the solution and its SVD (`FitResult.identifiability`); costs one
+      Jacobian (forward mode for least squares when there are at least as many
+      residuals as parameters, else reverse mode). Not for a scalar loss.
 
     **Returns:** a [`sciad.FitResult`][sciad.FitResult].
+
+    **Checks:** before solving, the residuals' shapes are compared with the data's
+    (by `jax.eval_shape`): a residual that is an observation array broadcast into an
+    outer difference, such as predictions of shape `(n, 1)` minus observations of
+    shape `(n,)` giving `(n, n)`, is refused with a `ValueError`. After solving, a
+    rank-deficient Jacobian (parameters the data cannot tell apart, like a
+    pendulum's length and gravity, of which only g/L is observed) sets
+    `FitResult.rank_deficient` and, outside `jit`/`vmap`, warns with a `UserWarning`
+    naming the parameters involved.
 
     **Differentiating a fit:** `jax.grad`, `jax.jvp` and second derivatives of the
     fitted parameters with respect to `data` work through `adjoint` (the implicit
@@ -169,8 +205,14 @@ def fit(
             raise ValueError(f"{where} is marked positive but is not free.")
         if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
             raise ValueError(f"{where} is marked positive, so it must start > 0; got {x}.")
-    if max_steps is None or not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"max_steps must be a positive int, got {max_steps!r}.")
+    check_int(max_steps, "max_steps", minimum=1)
+    for flag, name in ((throw, "throw"), (progress, "progress"), (check_rank, "check_rank")):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False; got {flag!r}.")
+    if not isinstance(adjoint, optx.AbstractAdjoint):
+        raise TypeError(
+            f"adjoint must be an optimistix adjoint (e.g. optx.ImplicitAdjoint()); got {adjoint!r}."
+        )
 
     if solver is None:
         solver = optx.LevenbergMarquardt(rtol=1e-8, atol=1e-8)
@@ -193,8 +235,8 @@ def fit(
     # compiled solve cached across calls with the same `loss`.
     args = (loss, static, is_pos, data)
     out = eqx.filter_eval_shape(_residuals, theta0, args)
-    out_leaves = jax.tree.leaves(out)
-    if least_squares and len(out_leaves) == 1 and out_leaves[0].shape == ():
+    scalar_loss = _check_residuals(out, data)
+    if least_squares and scalar_loss:
         raise ValueError(
             "loss returned a scalar, but least-squares solvers need the residuals: "
             "return the vector of residuals, or pass a minimiser such as "
@@ -210,7 +252,15 @@ def fit(
     )
     final = _scalar(sol.value, args)
     fitted = _to_model(sol.value, static, is_pos)
-    return FitResult(fitted, final, sol.stats["num_steps"], result, sol.stats)
+    ident = None
+    if check_rank and not scalar_loss:
+        p = eqx.filter(fitted, free_mask)
+        n = sum(np.size(x) for x in jax.tree.leaves(p))
+        m = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(out))
+        ident = identifiability(_residuals_p, p, (loss, static, data), least_squares and m >= n)
+        if is_concrete(ident.deficient) and bool(ident.deficient):
+            warnings.warn("sciad.fit: " + ident.describe(), UserWarning, stacklevel=2)
+    return FitResult(fitted, final, sol.stats["num_steps"], result, sol.stats, ident)
 
 
 def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
@@ -222,6 +272,71 @@ def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
 def _residuals(theta: PyTree, args: Any) -> PyTree:
     loss, static, is_pos, data = args
     return loss(_to_model(theta, static, is_pos), data)
+
+
+def _residuals_p(p: PyTree, args: Any) -> PyTree:
+    """The residuals as a function of the free parameters themselves (not log p)."""
+    loss, static, data = args
+    return loss(eqx.combine(p, static), data)
+
+
+def _check_residuals(out: PyTree, data: Any) -> bool:
+    """Check the residuals' shapes (from `eval_shape`) against the data's, before
+    solving; return whether the loss is a scalar.
+
+    Residuals must be floating point and non-empty. A residual leaf that no data leaf
+    matches in shape, but into which a data leaf broadcasts by gaining an axis as long
+    as one of its own (shape (n,) into (n, n)), is the outer difference of an (n, 1)
+    prediction and (n,) observations (or the reverse), and is refused.
+    """
+    leaves = jax.tree_util.tree_flatten_with_path(out)[0]
+    if not leaves:
+        raise ValueError("loss returned no residuals (an empty PyTree).")
+    for path, r in leaves:
+        where = "loss(model, data)" + jax.tree_util.keystr(path)
+        if not jnp.issubdtype(r.dtype, jnp.inexact):
+            raise TypeError(f"{where} has dtype {r.dtype}; residuals must be floating point.")
+        if int(np.prod(r.shape)) == 0:
+            raise ValueError(f"{where} is empty (shape {r.shape}); there is nothing to fit.")
+    if len(leaves) == 1 and leaves[0][1].shape == ():
+        return True
+    shaped = [
+        (p, tuple(np.shape(x)))
+        for p, x in jax.tree_util.tree_flatten_with_path(data)[0]
+        if hasattr(x, "shape") and np.size(x) > 1
+    ]
+    shapes = {s for _, s in shaped}
+    for path, r in leaves:
+        if r.shape in shapes:
+            continue
+        found = [(len(d), i) for i, (_, d) in enumerate(shaped) if _outer_broadcast(d, r.shape)]
+        if found:  # name the likeliest observations: the most axes, the last such leaf
+            dpath, d = shaped[max(found)[1]]
+            dname = "data" + jax.tree_util.keystr(dpath)
+            where = "loss(model, data)" + jax.tree_util.keystr(path)
+            raise ValueError(
+                f"{where} has shape {r.shape}, which is {dname} (shape {d}) broadcast "
+                f"into an outer difference: the prediction and the observations differ "
+                f"in shape (e.g. ({d[0]}, 1) against ({d[0]},)), so every prediction is "
+                "compared with every observation. Give them the same shape (e.g. "
+                "prediction[:, 0] or prediction.reshape(observed.shape))."
+            )
+    return False
+
+
+def _outer_broadcast(d: tuple[int, ...], r: tuple[int, ...]) -> bool:
+    """Whether `d` broadcasts into `r` by gaining an axis as long as one of its own."""
+    if len(d) > len(r):
+        return False
+    try:
+        if np.broadcast_shapes(d, r) != r:
+            return False
+    except ValueError:
+        return False
+    padded = (1,) * (len(r) - len(d)) + d
+    own = {a for a in padded if a > 1}
+    gained = {b for a, b in zip(padded, r, strict=True) if a == 1 and b > 1}
+    return bool(own & gained)
 
 
 def _scalar(theta: PyTree, args: Any) -> Array:

@@ -14,7 +14,7 @@ def _as_param(x: Anything) -> jax.Array:
     """A parameter value as a JAX array (a `TypeError` for text, `None` and the like)."""
     try:
         return jnp.asarray(x)
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise TypeError(f"a model parameter must be a real number or array; got {x!r}.") from e
 
 

@@ -2,6 +2,7 @@
 
 import diffrax
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import optimistix as optx
 import pytest
@@ -15,6 +16,21 @@ from ._common import KEPLER, OK, PEND, sim, Y0  # noqa: F401
 class Frozen(eqx.Module):
     n: int
     label: str
+
+
+class Line(eqx.Module):
+    slope: jax.Array
+    intercept: jax.Array
+
+
+LINE = Line(jnp.asarray(1.0), jnp.asarray(0.0))
+TS10 = jnp.linspace(0.0, 1.0, 10)
+OBS10 = 2.0 * TS10 + 0.5
+OBS10X2 = jnp.stack([OBS10, OBS10], 1)
+
+
+def predict(m):
+    return m.slope * TS10 + m.intercept
 
 
 CASES = [
@@ -73,15 +89,23 @@ CASES = [
     ),
     (
         "NaN parameter in fit",
+        lambda: sciad.fit(
+            Line(jnp.asarray(float("nan")), jnp.asarray(0.0)), lambda m, d: jnp.zeros(2)
+        ),
+        ValueError,
+        r"model\.slope contains NaN",
+    ),
+    (
+        "NaN pendulum length in fit",
         lambda: sciad.fit(sciad.ode.Pendulum(length=float("nan")), lambda m, d: jnp.zeros(2)),
         ValueError,
-        r"model\.length contains NaN",
+        r"Pendulum\.length must be finite and > 0; got nan",
     ),
     (
         "max_steps fit",
         lambda: sciad.fit(PEND, lambda m, d: jnp.zeros(2), max_steps=0),
         ValueError,
-        "max_steps must be a positive int",
+        "max_steps must be an int >= 1",
     ),
     (
         "progress without hook",
@@ -93,6 +117,100 @@ CASES = [
         ),
         ValueError,
         "has no `verbose` hook",
+    ),
+    (
+        "residuals (10, 1) against data (10,)",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m)[:, None] - d, OBS10),
+        ValueError,
+        r"has shape \(10, 10\), which is data \(shape \(10,\)\) broadcast",
+    ),
+    (
+        "residuals (10,) against data (10, 1)",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10[:, None]),
+        ValueError,
+        r"which is data \(shape \(10, 1\)\) broadcast into an outer difference",
+    ),
+    (
+        "residuals broadcast in a (ts, obs) tuple",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m)[:, None] - d[1], (TS10, OBS10)),
+        ValueError,
+        r"which is data\[1\] \(shape \(10,\)\)",
+    ),
+    (
+        "residuals broadcast in a dict",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m)[:, None] - d["y"], {"y": OBS10}),
+        ValueError,
+        r"which is data\['y'\] \(shape \(10,\)\)",
+    ),
+    (
+        "residual leaf broadcast in a tuple of residuals",
+        lambda: sciad.fit(LINE, lambda m, d: (predict(m)[:, None] - d, m.slope[None]), OBS10),
+        ValueError,
+        r"loss\(model, data\)\[0\] has shape \(10, 10\)",
+    ),
+    (
+        "residuals (10, 1, 2) against data (10, 2)",
+        lambda: sciad.fit(
+            LINE, lambda m, d: jnp.stack([predict(m)] * 2, 1)[:, None, :] - d, OBS10X2
+        ),
+        ValueError,
+        r"has shape \(10, 10, 2\)",
+    ),
+    (
+        "integer residuals",
+        lambda: sciad.fit(LINE, lambda m, d: jnp.arange(3)),
+        TypeError,
+        "residuals must be floating point",
+    ),
+    (
+        "empty residuals",
+        lambda: sciad.fit(LINE, lambda m, d: jnp.zeros(0)),
+        ValueError,
+        "is empty",
+    ),
+    (
+        "no residuals",
+        lambda: sciad.fit(LINE, lambda m, d: ()),
+        ValueError,
+        "loss returned no residuals",
+    ),
+    (
+        "max_steps float fit",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10, max_steps=10.0),
+        TypeError,
+        "max_steps must be an int",
+    ),
+    (
+        "throw not bool",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10, throw="no"),
+        TypeError,
+        "throw must be True or False",
+    ),
+    (
+        "progress not bool",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10, progress=1),
+        TypeError,
+        "progress must be True or False",
+    ),
+    (
+        "check_rank not bool",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10, check_rank=None),
+        TypeError,
+        "check_rank must be True or False",
+    ),
+    (
+        "adjoint from diffrax",
+        lambda: sciad.fit(
+            LINE, lambda m, d: predict(m) - d, OBS10, adjoint=diffrax.RecursiveCheckpointAdjoint()
+        ),
+        TypeError,
+        "adjoint must be an optimistix adjoint",
+    ),
+    (
+        "negative length in a fitted model",
+        lambda: sciad.fit(sciad.ode.Pendulum(length=-1.0), lambda m, d: jnp.zeros(2)),
+        ValueError,
+        r"Pendulum\.length must be finite and > 0",
     ),
 ]
 
