@@ -181,3 +181,19 @@ def check_labels(labels: Anything, name: str, n: int) -> None:
         if v.size and (v.min() < 0 or v.max() >= n):
             bad = v.min() if v.min() < 0 else v.max()
             raise ValueError(f"{name} must lie in [0, {n}) (there are {n}); got {bad}.")
+
+
+def check_key(key: Anything, name: str) -> None:
+    """`key` must be one PRNG key: a typed `jax.random.key(...)` of shape `()` or a raw
+    `jax.random.PRNGKey(...)` (uint32, shape `(2,)`): `TypeError` otherwise."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        if np.shape(key) != ():
+            raise ValueError(f"{name} must be a single key of shape (); got shape {np.shape(key)}.")
+        return
+    if dtype == jnp.uint32 and np.shape(key) == (2,):
+        return
+    raise TypeError(
+        f"{name} must be a PRNG key such as jax.random.key(0); got {type(key).__name__}"
+        f"{'' if dtype is None else f' of dtype {dtype}'}."
+    )

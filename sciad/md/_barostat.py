@@ -12,8 +12,9 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._validate import check_positive, check_scalar
 from ._brownian import BrownianDynamics
-from ._nose_hoover import check_finite_scalar, check_positive, md_system
+from ._nose_hoover import md_system
 from ._observables import pressure as instantaneous_pressure
 from ._run import NeighborListIntegrator
 from ._space import AbstractSpace, PeriodicBox, TriclinicBox
@@ -140,9 +141,9 @@ class CellRescaling(AbstractIntegrator):
                 "(sciad.md.LangevinBAOAB or sciad.md.NoseHooverChain); got "
                 f"{type(t).__name__}."
             )
-        check_positive(self.compressibility, "compressibility", _OWNER)
-        check_positive(self.tau_p, "tau_p", _OWNER)
-        check_finite_scalar(self.pressure, "pressure", _OWNER)
+        check_positive(self.compressibility, f"{_OWNER}.compressibility")
+        check_positive(self.tau_p, f"{_OWNER}.tau_p")
+        check_scalar(self.pressure, f"{_OWNER}.pressure")
         if self.pressure_correction is not None and not callable(self.pressure_correction):
             raise TypeError(f"{_OWNER}: pressure_correction must be callable or None.")
 

@@ -1,7 +1,7 @@
 """Bonded terms: harmonic bonds, harmonic angles and periodic dihedrals over a static topology."""
 
 import abc
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -10,20 +10,36 @@ from jaxtyping import Array, ArrayLike, Float, Int
 import numpy as np
 
 from .._core._types import FloatScalar, Positions
+from .._core._validate import check_finite, check_in_range, check_positive, check_real
 from ._potential import AbstractPotential, concrete, Exclusions, norm_or_zero, Pairs
 from ._space import AbstractSpace
 
 
-def _indices(x: Int[ArrayLike, "m k"]) -> Int[Array, "m k"]:
-    return jnp.asarray(x, dtype=jnp.int32)
+def _indices(name: str) -> Any:
+    """A field of integer particle indices: floats are refused, never rounded."""
+
+    def convert(x: Int[ArrayLike, "m k"]) -> Int[Array, "m k"]:
+        if not jnp.issubdtype(jnp.result_type(x), jnp.integer):
+            raise TypeError(f"{name} must be integers; got dtype {jnp.result_type(x)}.")
+        return jnp.asarray(x, dtype=jnp.int32)
+
+    return eqx.field(converter=convert)
 
 
 def _param():
     return eqx.field(converter=jnp.asarray)
 
 
-def _check_topology(name: str, idx: Array, width: int, params: dict[str, Array]) -> None:
-    """Shapes (m, width) and per-term parameter shapes; concrete indices distinct and ≥ 0."""
+def _check_topology(
+    name: str,
+    idx: Array,
+    width: int,
+    params: dict[str, Array],
+    nonnegative: tuple[str, ...] = (),
+    owner: str = "",
+) -> None:
+    """Shapes (m, width) and per-term parameter shapes; parameters finite (and ≥ 0 where
+    asked) when concrete; concrete indices distinct and ≥ 0."""
     if np.ndim(idx) != 2 or np.shape(idx)[1] != width:
         raise ValueError(f"{name} must have shape (m, {width}), got {np.shape(idx)}.")
     m = np.shape(idx)[0]
@@ -32,6 +48,12 @@ def _check_topology(name: str, idx: Array, width: int, params: dict[str, Array])
             raise ValueError(
                 f"{pname} must be a scalar or have shape ({m},) like {name}, got {np.shape(v)}."
             )
+        full = f"{owner}.{pname}"
+        if pname in nonnegative:
+            check_positive(v, full, zero_ok=True, shape=None)
+        else:
+            check_real(v, full)
+            check_finite(v, full)
     a = concrete(idx)
     if a is None:
         return
@@ -140,18 +162,20 @@ class HarmonicBond(AbstractBondedTerm):
     **Arguments:**
 
     - `bonds`: shape `(nb, 2)` integer particle indices (static topology).
-    - `k`: force constants (energy/length²), a scalar or shape `(nb,)`.
-    - `r0`: rest lengths (length), a scalar or shape `(nb,)`.
+    - `k`: force constants (energy/length²), ≥ 0, a scalar or shape `(nb,)`.
+    - `r0`: rest lengths (length), ≥ 0, a scalar or shape `(nb,)`.
 
     **Example:** `sciad.md.HarmonicBond(jnp.array([[0, 1], [1, 2]]), k=100.0, r0=1.0)`
     """
 
-    bonds: Int[Array, "nb 2"] = eqx.field(converter=_indices)
+    bonds: Int[Array, "nb 2"] = _indices("HarmonicBond.bonds")
     k: Array = _param()
     r0: Array = _param()
 
     def __check_init__(self):
-        _check_topology("bonds", self.bonds, 2, {"k": self.k, "r0": self.r0})
+        _check_topology(
+            "bonds", self.bonds, 2, {"k": self.k, "r0": self.r0}, ("k", "r0"), "HarmonicBond"
+        )
 
     def lengths(self, space: AbstractSpace, positions: Positions) -> Float[Array, " nb"]:
         """The bond lengths r_b (length units), shape `(nb,)`.
@@ -188,18 +212,21 @@ class HarmonicAngle(AbstractBondedTerm):
     **Arguments:**
 
     - `angles`: shape `(na, 3)` integer triples `(i, j, k)`, vertex j.
-    - `k`: force constants (energy/radian²), a scalar or shape `(na,)`.
-    - `theta0`: equilibrium angles (radians), a scalar or shape `(na,)`.
+    - `k`: force constants (energy/radian²), ≥ 0, a scalar or shape `(na,)`.
+    - `theta0`: equilibrium angles (radians) in [0, π], a scalar or shape `(na,)`.
 
     **Example:** `sciad.md.HarmonicAngle(jnp.array([[0, 1, 2]]), k=50.0, theta0=1.911)`
     """
 
-    angles: Int[Array, "na 3"] = eqx.field(converter=_indices)
+    angles: Int[Array, "na 3"] = _indices("HarmonicAngle.angles")
     k: Array = _param()
     theta0: Array = _param()
 
     def __check_init__(self):
-        _check_topology("angles", self.angles, 3, {"k": self.k, "theta0": self.theta0})
+        _check_topology(
+            "angles", self.angles, 3, {"k": self.k, "theta0": self.theta0}, ("k",), "HarmonicAngle"
+        )
+        check_in_range(self.theta0, "HarmonicAngle.theta0", 0.0, float(np.pi))
 
     def values(self, space: AbstractSpace, positions: Positions) -> Float[Array, " na"]:
         """The angles θ ∈ [0, π] (radians), shape `(na,)`.
@@ -237,20 +264,25 @@ class PeriodicDihedral(AbstractBondedTerm):
 
     - `dihedrals`: shape `(nd, 4)` integer quadruples `(i, j, k, l)`.
     - `k`: amplitudes (energy), a scalar or shape `(nd,)`.
-    - `n`: periodicities (dimensionless, usually integers 1–6), a scalar or `(nd,)`.
+    - `n`: periodicities (dimensionless, ≥ 0, usually integers 1–6), a scalar or `(nd,)`.
     - `phase`: phases δ (radians), a scalar or shape `(nd,)`.
 
     **Example:** `sciad.md.PeriodicDihedral(jnp.array([[0, 1, 2, 3]]), k=1.0, n=3, phase=0.0)`
     """
 
-    dihedrals: Int[Array, "nd 4"] = eqx.field(converter=_indices)
+    dihedrals: Int[Array, "nd 4"] = _indices("PeriodicDihedral.dihedrals")
     k: Array = _param()
     n: Array = _param()
     phase: Array = _param()
 
     def __check_init__(self):
         _check_topology(
-            "dihedrals", self.dihedrals, 4, {"k": self.k, "n": self.n, "phase": self.phase}
+            "dihedrals",
+            self.dihedrals,
+            4,
+            {"k": self.k, "n": self.n, "phase": self.phase},
+            ("n",),
+            "PeriodicDihedral",
         )
 
     def values(self, space: AbstractSpace, positions: Positions) -> Float[Array, " nd"]:

@@ -10,7 +10,8 @@ from jaxtyping import Array, Key
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
-from ._nose_hoover import check_positive, md_system
+from .._core._validate import check_key, check_positive
+from ._nose_hoover import md_system
 
 
 class BrownianDynamics(AbstractIntegrator):
@@ -61,8 +62,9 @@ class BrownianDynamics(AbstractIntegrator):
     requires_separable: ClassVar[bool] = True
 
     def __check_init__(self):
-        check_positive(self.friction, "friction", "BrownianDynamics")
-        check_positive(self.kT, "kT", "BrownianDynamics", zero_ok=True)
+        check_positive(self.friction, "BrownianDynamics.friction")
+        check_positive(self.kT, "BrownianDynamics.kT", zero_ok=True)
+        check_key(self.key, "BrownianDynamics.key")
 
     def order(self) -> int:
         """2 (weak order of stationary configurational averages; 1 on finite times)."""

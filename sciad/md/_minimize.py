@@ -16,7 +16,7 @@ from .._core._validate import check_finite
 from ._fire import FIRE
 from ._neighbors import NeighborListBuilder
 from ._space import PeriodicBox, TriclinicBox
-from ._system import MDSystem
+from ._system import MDSystem, with_neighbors
 
 # The Hessian at a minimum is symmetric positive semidefinite: these tags let a user's
 # `optx.ImplicitAdjoint(lx.CG(...))` run; SVD and the other dense solvers ignore them.
@@ -56,15 +56,12 @@ class MinimizeResult(eqx.Module):
     stats: dict[str, Any]
 
 
-def _with_list(system: MDSystem, nbrs: Any) -> MDSystem:
-    return eqx.tree_at(lambda m: m.neighbors, system, nbrs, is_leaf=lambda x: x is None)
-
-
 def _energy(q: Positions, args: tuple[MDSystem, NeighborListBuilder | None]) -> Array:
     """U(q); with a builder, over a neighbour list built at q (stop-gradient indices)."""
     system, builder = args
     if builder is not None:
-        system = _with_list(system, builder.build(system.space, q))
+        # An overflow is reported in MinimizeResult.result (checked at the minimum).
+        system = with_neighbors(system, builder.build(system.space, q), reported=True)
     return system.potential_energy(q)
 
 
@@ -107,6 +104,7 @@ def _check(system: Any, q0: Any, solver: Any, neighbors: Any, max_steps: Any) ->
         raise ValueError(f"q0 has d = {q0.shape[1]} but the space has d = {box}.")
     check_finite(q0, "q0")
     check_finite(system, "system")
+    system.check_positions(q0, "q0")
     if neighbors is not None:
         if not isinstance(neighbors, NeighborListBuilder):
             raise TypeError(

@@ -4,7 +4,6 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax
-from jax.core import Tracer
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
@@ -13,6 +12,7 @@ from .._core._integrator import AbstractIntegrator, VelocityVerlet
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._validate import check_int, check_positive
 from ._system import MDSystem
 
 # Suzuki–Yoshida weights for the chain propagator: Yoshida, Phys. Lett. A 150, 262
@@ -27,38 +27,6 @@ _YOSHIDA: dict[int, tuple[float, ...]] = {
     5: (_W5, _W5, 1.0 - 4.0 * _W5, _W5, _W5),
     7: _Y7 + (1.0 - 2.0 * sum(_Y7),) + _Y7[::-1],
 }
-
-
-def check_positive(value: Anything, name: str, owner: str, zero_ok: bool = False) -> None:
-    """Raise `ValueError` if a concrete `value` is not a positive (or ≥ 0) finite scalar.
-
-    Traced values (under `jit`/`vmap`) are not checked.
-    """
-    if isinstance(value, Tracer):
-        return
-    if np.ndim(value) != 0:
-        raise ValueError(f"{owner}: {name} must be a scalar, got shape {np.shape(value)}.")
-    v = float(np.asarray(value))
-    ok = v >= 0 if zero_ok else v > 0
-    if not (ok and np.isfinite(v)):
-        bound = ">= 0" if zero_ok else "> 0"
-        raise ValueError(f"{owner}: {name} must be finite and {bound}, got {v}.")
-
-
-def check_finite_scalar(value: Anything, name: str, owner: str) -> None:
-    """Raise `ValueError` if a concrete `value` is not a finite real scalar."""
-    if isinstance(value, Tracer):
-        return
-    if np.ndim(value) != 0 or not np.isfinite(float(np.asarray(value))):
-        raise ValueError(f"{owner}: {name} must be a finite scalar, got {value!r}.")
-
-
-def check_int(value: Anything, name: str, owner: str, allowed: Anything = None) -> None:
-    """Raise `ValueError` unless `value` is a Python int ≥ 1 (and in `allowed` if given)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{owner}: {name} must be an int >= 1, got {value!r}.")
-    if allowed is not None and value not in allowed:
-        raise ValueError(f"{owner}: {name} must be one of {tuple(allowed)}, got {value!r}.")
 
 
 def md_system(model: AbstractModel, owner: str) -> MDSystem:
@@ -141,11 +109,11 @@ class NoseHooverChain(AbstractIntegrator):
 
     def __check_init__(self):
         owner = "NoseHooverChain"
-        check_positive(self.kT, "kT", owner)
-        check_positive(self.tau, "tau", owner)
-        check_int(self.chain_length, "chain_length", owner)
-        check_int(self.n_substeps, "n_substeps", owner)
-        check_int(self.yoshida_weights, "yoshida_weights", owner, allowed=tuple(_YOSHIDA))
+        check_positive(self.kT, f"{owner}.kT")
+        check_positive(self.tau, f"{owner}.tau")
+        check_int(self.chain_length, f"{owner}.chain_length")
+        check_int(self.n_substeps, f"{owner}.n_substeps")
+        check_int(self.yoshida_weights, f"{owner}.yoshida_weights", allowed=tuple(_YOSHIDA))
         if not isinstance(self.integrator, AbstractIntegrator):
             raise TypeError(
                 f"{owner}: integrator must be a sciad.AbstractIntegrator instance such as "

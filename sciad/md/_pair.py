@@ -12,6 +12,13 @@ import numpy as np
 
 from .._core._geometry import safe_norm
 from .._core._types import FloatScalar, Positions, RealScalarLike
+from .._core._validate import (
+    check_finite,
+    check_labels,
+    check_positive,
+    check_real,
+    is_concrete,
+)
 from ._potential import (
     AbstractPotential,
     all_pairs,
@@ -25,6 +32,37 @@ from ._space import AbstractSpace
 
 def _param():
     return eqx.field(converter=jnp.asarray)
+
+
+def _check_parameters(
+    pot: "AbstractPairPotential",
+    positive: tuple[str, ...] = (),
+    nonnegative: tuple[str, ...] = (),
+    finite: tuple[str, ...] = (),
+) -> None:
+    """Each named parameter a scalar or an `(n_species, n_species)` matrix, finite, and
+    > 0 / >= 0 where asked (values checked when concrete); matrices symmetric."""
+    owner = type(pot).__name__
+    for names, zero_ok in ((positive, False), (nonnegative, True)):
+        for name in names:
+            check_positive(getattr(pot, name), f"{owner}.{name}", zero_ok=zero_ok, shape=None)
+    for name in finite:
+        check_real(getattr(pot, name), f"{owner}.{name}")
+        check_finite(getattr(pot, name), f"{owner}.{name}")
+    for name in (*positive, *nonnegative, *finite):
+        x = getattr(pot, name)
+        if np.ndim(x) not in (0, 2) or (np.ndim(x) == 2 and x.shape[0] != x.shape[1]):
+            raise ValueError(
+                f"{owner}.{name} must be a scalar or an (n_species, n_species) matrix; got "
+                f"shape {np.shape(x)}. Mix per-species values into matrices, e.g. with "
+                "sciad.md.lorentz_berthelot."
+            )
+        if np.ndim(x) == 2 and is_concrete(x) and not np.array_equal(x, np.swapaxes(x, 0, 1)):
+            raise ValueError(
+                f"{owner}.{name} must be a symmetric matrix (the pair of species (a, b) is "
+                "the pair (b, a))."
+            )
+    pot.n_species()
 
 
 class AbstractPairPotential(AbstractPotential):
@@ -106,6 +144,20 @@ class AbstractPairPotential(AbstractPotential):
             )
         return NotImplemented
 
+    def n_species(self) -> int | None:
+        """The size of the `(n_species, n_species)` parameter matrices (every 2-D
+        parameter), or `None` if all are scalars; `ValueError` if they differ or are not
+        square."""
+        shapes = {np.shape(x) for x in jax.tree.leaves(self) if np.ndim(x) == 2}
+        if not shapes:
+            return None
+        if len(shapes) > 1 or any(a != b for a, b in shapes):
+            raise ValueError(
+                f"{type(self).__name__}: per-species parameters must be square "
+                f"(n_species, n_species) matrices of one size; got shapes {sorted(shapes)}."
+            )
+        return shapes.pop()[0]
+
     def for_species(self, si: jax.Array, sj: jax.Array) -> "AbstractPairPotential":
         """This potential with every `(n_species, n_species)` parameter indexed at `[si, sj]`."""
         return jax.tree.map(lambda x: x[si, sj] if jnp.ndim(x) == 2 else x, self)
@@ -118,6 +170,17 @@ class PairSum(AbstractPairPotential):
     """
 
     terms: tuple[AbstractPairPotential, ...]
+
+    def __check_init__(self):
+        if not isinstance(self.terms, tuple) or not self.terms:
+            raise ValueError("PairSum.terms must be a non-empty tuple of pair potentials.")
+        for t in self.terms:
+            if not isinstance(t, AbstractPairPotential):
+                raise TypeError(
+                    "PairSum.terms must all be sciad.md.AbstractPairPotential; got "
+                    f"{type(t).__name__}."
+                )
+        self.n_species()
 
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """Σ terms."""
@@ -142,6 +205,9 @@ class LennardJones(AbstractPairPotential):
     sigma: jax.Array = _param()
     epsilon: jax.Array = _param()
 
+    def __check_init__(self):
+        _check_parameters(self, positive=("sigma",), nonnegative=("epsilon",))
+
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """4ε[(σ/r)¹² − (σ/r)⁶]."""
         x6 = (self.sigma / r) ** 6
@@ -161,6 +227,9 @@ class Morse(AbstractPairPotential):
     alpha: jax.Array = _param()
     r0: jax.Array = _param()
 
+    def __check_init__(self):
+        _check_parameters(self, positive=("alpha", "r0"), nonnegative=("depth",))
+
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """D[(1 − e^{−α(r − r₀)})² − 1]."""
         return self.depth * ((1 - jnp.exp(-self.alpha * (r - self.r0))) ** 2 - 1)
@@ -179,6 +248,9 @@ class SoftSphere(AbstractPairPotential):
     sigma: jax.Array = _param()
     epsilon: jax.Array = _param()
     alpha: jax.Array = eqx.field(converter=jnp.asarray, default=2.0)
+
+    def __check_init__(self):
+        _check_parameters(self, positive=("sigma", "alpha"), nonnegative=("epsilon",))
 
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """(ε/α)(1 − r/σ)^α inside contact."""
@@ -202,6 +274,9 @@ class Yukawa(AbstractPairPotential):
     amplitude: jax.Array = _param()
     kappa: jax.Array = _param()
 
+    def __check_init__(self):
+        _check_parameters(self, nonnegative=("kappa",), finite=("amplitude",))
+
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """A e^{−κr}/r."""
         return self.amplitude * jnp.exp(-self.kappa * r) / r
@@ -218,6 +293,9 @@ class GaussianCore(AbstractPairPotential):
 
     epsilon: jax.Array = _param()
     sigma: jax.Array = _param()
+
+    def __check_init__(self):
+        _check_parameters(self, positive=("sigma",), finite=("epsilon",))
 
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """ε exp(−(r/σ)²)."""
@@ -245,10 +323,21 @@ class Truncated(AbstractPairPotential):
     shifts: ClassVar[tuple[str, ...]] = ("none", "energy", "force")
 
     def __check_init__(self):
+        if not isinstance(self.potential, AbstractPairPotential):
+            raise TypeError(
+                "Truncated.potential must be a sciad.md.AbstractPairPotential; got "
+                f"{type(self.potential).__name__}."
+            )
         if self.shift not in self.shifts:
             raise ValueError(f"shift must be one of {self.shifts}, got {self.shift!r}.")
-        if not self.cutoff > 0:
-            raise ValueError(f"cutoff must be positive, got {self.cutoff}.")
+        if not isinstance(self.cutoff, (int, float, np.integer, np.floating)) or isinstance(
+            self.cutoff, bool
+        ):
+            raise TypeError(
+                "Truncated.cutoff must be a Python number (it is static: it fixes "
+                f"neighbour-list sizes); got {type(self.cutoff).__name__}."
+            )
+        check_positive(self.cutoff, "Truncated.cutoff")
 
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """The truncated, shifted energy; zero at and beyond the cut-off."""
@@ -309,8 +398,16 @@ def per_pair(
     r: Float[Array, " m"],
 ) -> Float[Array, " m"]:
     """`fn(potential)(r)` for each pair, with the pair's species parameters if given."""
+    n_species = potential.n_species()
     if species is None:
+        if n_species is not None:
+            raise ValueError(
+                f"{type(potential).__name__} has ({n_species}, {n_species}) per-species "
+                "parameters but no species were given."
+            )
         return jax.vmap(fn(potential))(r)
+    if n_species is not None:
+        check_labels(species, "species", n_species)
     return jax.vmap(lambda a, b, x: fn(potential.for_species(a, b))(x))(species[ii], species[jj], r)
 
 
@@ -327,6 +424,7 @@ def wca(sigma: RealScalarLike, epsilon: RealScalarLike) -> Truncated:
 
     **Example:** `sciad.md.wca(sigma=1.0, epsilon=1.0)`
     """
+    check_positive(sigma, "wca sigma")
     cutoff = 2 ** (1 / 6) * float(np.asarray(sigma))
     return Truncated(
         LennardJones(jnp.asarray(sigma), jnp.asarray(epsilon)), cutoff=cutoff, shift="energy"
@@ -344,6 +442,13 @@ def lorentz_berthelot(sigma: jax.Array, epsilon: jax.Array) -> tuple[jax.Array, 
     **Example:** `sciad.md.LennardJones(*sciad.md.lorentz_berthelot(jnp.array([1.0, 1.2]), jnp.array([1.0, 0.5])))`
     """
     sigma, epsilon = jnp.asarray(sigma), jnp.asarray(epsilon)
+    if np.ndim(sigma) != 1 or np.shape(epsilon) != np.shape(sigma):
+        raise ValueError(
+            "lorentz_berthelot: sigma and epsilon must both have shape (n_species,); got "
+            f"{np.shape(sigma)} and {np.shape(epsilon)}."
+        )
+    check_positive(sigma, "lorentz_berthelot sigma", shape=None)
+    check_positive(epsilon, "lorentz_berthelot epsilon", zero_ok=True, shape=None)
     return (sigma[:, None] + sigma[None, :]) / 2, jnp.sqrt(epsilon[:, None] * epsilon[None, :])
 
 
@@ -362,6 +467,13 @@ def lj_tail_corrections(
 
     **Example:** `de, dp = sciad.md.lj_tail_corrections(1.0, 1.0, 2.5, 0.84)`
     """
+    for name, x, zero_ok in (
+        ("sigma", sigma, False),
+        ("epsilon", epsilon, True),
+        ("cutoff", cutoff, False),
+        ("density", density, True),
+    ):
+        check_positive(x, f"lj_tail_corrections {name}", zero_ok=zero_ok, shape=None)
     s3 = jnp.asarray(sigma) ** 3
     x3 = (jnp.asarray(sigma) / cutoff) ** 3
     e = (8 / 3) * jnp.pi * density * epsilon * s3 * (x3**3 / 3 - x3)

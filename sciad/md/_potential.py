@@ -219,6 +219,15 @@ class AbstractPotential(eqx.Module):
         **Returns:** nothing.
         """
 
+    def n_species(self) -> int | None:
+        """How many species this term's `(n_species, n_species)` parameters cover, or
+        `None` if it has no per-species parameters (the default).
+        [`MDSystem`][sciad.md.MDSystem] requires species labels in `[0, n_species)`.
+
+        **Returns:** an int or `None`.
+        """
+        return None
+
     def virial(
         self,
         space: AbstractSpace,
@@ -296,10 +305,33 @@ class PotentialSum(AbstractPotential):
         """The largest range of the terms (length units)."""
         return max(t.range() for t in self.terms)
 
+    def __check_init__(self):
+        if not isinstance(self.terms, tuple) or not self.terms:
+            raise ValueError("PotentialSum.terms must be a non-empty tuple of potentials.")
+        for t in self.terms:
+            if not isinstance(t, AbstractPotential):
+                raise TypeError(
+                    "PotentialSum.terms must all be sciad.md.AbstractPotential; got "
+                    f"{type(t).__name__}."
+                )
+        self.n_species()
+
     def check_system(self, space: AbstractSpace, n_particles: int) -> None:
         """Check every term."""
         for t in self.terms:
             t.check_system(space, n_particles)
+
+    def n_species(self) -> int | None:
+        """The terms' common number of species (`None` if none has per-species
+        parameters); `ValueError` if two terms disagree."""
+        counts = {c for c in (t.n_species() for t in self.terms) if c is not None}
+        if len(counts) > 1:
+            raise ValueError(
+                f"The terms have per-species parameters for different numbers of species "
+                f"{sorted(counts)}; every matrix must be (n_species, n_species) for one "
+                "n_species."
+            )
+        return counts.pop() if counts else None
 
     def virial(
         self,

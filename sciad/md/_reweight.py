@@ -2,14 +2,14 @@
 
 from collections.abc import Callable
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._core._types import Anything, FloatScalar, RealScalarLike
+from .._core._validate import check_positive
 from ._neighbors import NeighborListBuilder
-from ._system import MDSystem
+from ._system import MDSystem, with_neighbors
 
 
 def _energies(system: MDSystem, frames: jax.Array, builder: NeighborListBuilder | None):
@@ -17,8 +17,8 @@ def _energies(system: MDSystem, frames: jax.Array, builder: NeighborListBuilder 
         if builder is None:
             return system.potential_energy(q)
         nbrs = builder.build(system.space, q)
-        listed = eqx.tree_at(lambda s: s.neighbors, system, nbrs, is_leaf=lambda x: x is None)
-        return listed.potential_energy(q)
+        # An overflowed frame list raises at run time (eqx.error_if in MDSystem.pairs).
+        return with_neighbors(system, nbrs).potential_energy(q)
 
     return jax.lax.map(one, frames)
 
@@ -58,7 +58,8 @@ def reweighted_average(
     - `kT`: the sampling temperature kB·T (energy).
     - `fn`: `fn(system, q) -> PyTree` of arrays, the observable of one frame.
     - `builder`: optional [`NeighborListBuilder`][sciad.md.NeighborListBuilder] (for
-      large systems): energies are summed over a list built per frame.
+      large systems): energies are summed over a list built per frame; a frame whose
+      list overflows raises at run time (`eqx.error_if`).
 
     **Returns:** `(average, n_eff)`: the reweighted average (a PyTree like `fn`'s
     output) and the Kish effective sample size (Σw)²/Σw² (equal to the number of
@@ -87,6 +88,11 @@ def reweighted_average(
         )
     if not callable(fn):
         raise TypeError(f"fn must be callable as fn(system, q), got {fn!r}.")
+    check_positive(kT, "reweighted_average kT")
+    if builder is not None and not isinstance(builder, NeighborListBuilder):
+        raise TypeError(
+            f"builder must be a sciad.md.NeighborListBuilder or None; got {type(builder).__name__}."
+        )
     frames = jax.lax.stop_gradient(frames)
     reference = jax.lax.stop_gradient(reference)
     du = _energies(system, frames, builder) - _energies(reference, frames, builder)

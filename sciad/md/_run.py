@@ -2,7 +2,6 @@
 
 from typing import ClassVar
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int
@@ -12,9 +11,10 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
+from .._core._validate import is_concrete
 from ._neighbors import max_displacement, NeighborListBuilder
 from ._space import AbstractSpace
-from ._system import MDSystem
+from ._system import MDSystem, with_neighbors
 
 
 def _with_list(model: AbstractModel, nbrs: Anything) -> MDSystem:
@@ -22,7 +22,8 @@ def _with_list(model: AbstractModel, nbrs: Anything) -> MDSystem:
         raise TypeError(
             f"NeighborListIntegrator runs a sciad.md.MDSystem; got {type(model).__name__}."
         )
-    return eqx.tree_at(lambda m: m.neighbors, model, nbrs, is_leaf=lambda x: x is None)
+    # The integrator reports an overflow itself (`status`), as a result code.
+    return with_neighbors(model, nbrs, reported=True)
 
 
 def _space_of(model: AbstractModel) -> AbstractSpace:
@@ -73,6 +74,18 @@ class NeighborListIntegrator(AbstractIntegrator):
     integrator: AbstractIntegrator
     builder: NeighborListBuilder
     requires_separable: ClassVar[bool] = True
+
+    def __check_init__(self):
+        if not isinstance(self.integrator, AbstractIntegrator):
+            raise TypeError(
+                "NeighborListIntegrator.integrator must be a sciad.AbstractIntegrator "
+                f"instance such as sciad.VelocityVerlet(); got {self.integrator!r}."
+            )
+        if not isinstance(self.builder, NeighborListBuilder):
+            raise TypeError(
+                "NeighborListIntegrator.builder must be a sciad.md.NeighborListBuilder (made "
+                f"with NeighborListBuilder.create); got {type(self.builder).__name__}."
+            )
 
     def order(self) -> int:
         """The inner integrator's order."""
@@ -167,9 +180,15 @@ class NeighborListIntegrator(AbstractIntegrator):
 
     def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
         """The system with the current neighbour list (so saved energies cost O(N)),
-        and with the inner integrator's own view (a barostat's box, say)."""
+        and with the inner integrator's own view (a barostat's box, say).
+
+        During a run (a traced state) an overflow is reported by the run's result code;
+        called afterwards on a concrete `Trajectory.integrator_state`, an overflowed
+        list makes the system's energy raise instead of silently missing pairs."""
         inner, nbrs = state[:2]
-        return self.integrator.model_at(_with_list(model, nbrs), inner)
+        _with_list(model, None)
+        system = with_neighbors(model, nbrs, reported=not is_concrete(nbrs.did_overflow))
+        return self.integrator.model_at(system, inner)
 
     @staticmethod
     def rebuilds(state: Anything) -> Int[Array, ""]:

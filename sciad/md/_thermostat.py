@@ -10,6 +10,7 @@ from jaxtyping import Array, Key
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._validate import check_key, check_positive
 from ._system import MDSystem
 
 
@@ -33,8 +34,8 @@ class LangevinBAOAB(AbstractIntegrator):
 
     **Arguments:**
 
-    - `friction` γ (1/time).
-    - `kT`: the target temperature kB·T (energy units).
+    - `friction` γ (1/time), ≥ 0 (0: no thermostat, plain velocity Verlet).
+    - `kT`: the target temperature kB·T (energy units), ≥ 0.
     - `key`: a `jax.random.key`; `vmap` over keys for independent replicas.
 
     **Example:**
@@ -49,6 +50,11 @@ class LangevinBAOAB(AbstractIntegrator):
     kT: FloatScalar = eqx.field(converter=jnp.asarray)
     key: Key[Array, ""]
     requires_separable: ClassVar[bool] = True
+
+    def __check_init__(self):
+        check_positive(self.friction, "LangevinBAOAB.friction", zero_ok=True)
+        check_positive(self.kT, "LangevinBAOAB.kT", zero_ok=True)
+        check_key(self.key, "LangevinBAOAB.key")
 
     def order(self) -> int:
         """2 (weak order of configurational averages)."""

@@ -23,7 +23,7 @@ MD_CASES = [
         "truncation cutoff",
         lambda: md.Truncated(md.LennardJones(1.0, 1.0), cutoff=-1.0),
         ValueError,
-        "cutoff must be positive",
+        r"Truncated.cutoff must be finite and > 0; got -1.0",
     ),
     (
         "box lengths shape",
@@ -312,25 +312,25 @@ ENSEMBLE_CASES = [
         "nhc negative kT",
         lambda: md.NoseHooverChain(kT=-1.0, tau=1.0),
         ValueError,
-        r"NoseHooverChain: kT must be finite and > 0, got -1.0",
+        r"NoseHooverChain.kT must be finite and > 0; got -1.0",
     ),
     (
         "nhc zero tau",
         lambda: md.NoseHooverChain(kT=1.0, tau=0.0),
         ValueError,
-        r"NoseHooverChain: tau must be finite and > 0",
+        r"NoseHooverChain.tau must be finite and > 0",
     ),
     (
         "nhc chain length 0",
         lambda: md.NoseHooverChain(1.0, 1.0, chain_length=0),
         ValueError,
-        r"chain_length must be an int >= 1, got 0",
+        r"NoseHooverChain.chain_length must be an int >= 1; got 0",
     ),
     (
         "nhc chain length float",
         lambda: md.NoseHooverChain(1.0, 1.0, chain_length=2.5),
-        ValueError,
-        r"chain_length must be an int >= 1, got 2.5",
+        TypeError,
+        r"NoseHooverChain.chain_length must be an int; got 2.5",
     ),
     (
         "nhc yoshida weights",
@@ -368,13 +368,13 @@ ENSEMBLE_CASES = [
         "brownian negative friction",
         lambda: md.BrownianDynamics(friction=-1.0, kT=1.0, key=jax.random.key(0)),
         ValueError,
-        r"BrownianDynamics: friction must be finite and > 0, got -1.0",
+        r"BrownianDynamics.friction must be finite and > 0; got -1.0",
     ),
     (
         "brownian negative kT",
         lambda: md.BrownianDynamics(friction=1.0, kT=-0.5, key=jax.random.key(0)),
         ValueError,
-        r"BrownianDynamics: kT must be finite and >= 0, got -0.5",
+        r"BrownianDynamics.kT must be finite and >= 0; got -0.5",
     ),
     (
         "brownian on a non-MD model",
@@ -390,19 +390,19 @@ ENSEMBLE_CASES = [
         "npt negative compressibility",
         lambda: _npt(compressibility=-0.1),
         ValueError,
-        r"CellRescaling: compressibility must be finite and > 0, got -0.1",
+        r"CellRescaling.compressibility must be finite and > 0; got -0.1",
     ),
     (
         "npt zero tau_p",
         lambda: _npt(tau_p=0.0),
         ValueError,
-        r"CellRescaling: tau_p must be finite and > 0, got 0.0",
+        r"CellRescaling.tau_p must be finite and > 0; got 0.0",
     ),
     (
         "npt NaN pressure",
         lambda: _npt(pressure=float("nan")),
         ValueError,
-        r"CellRescaling: pressure must be a finite scalar",
+        r"CellRescaling.pressure must be finite; got nan",
     ),
     (
         "npt thermostat without kT",
@@ -524,7 +524,644 @@ LEAD_CASES = [
 ]
 
 
-CASES = MD_CASES + MINIMIZE_CASES + FORCEFIELD_CASES + ENSEMBLE_CASES + LEAD_CASES
+# data (species, masses, parameters, lists) ---------------------------------------------
+# Species labels, masses, coincident particles, overflowed or foreign neighbour lists,
+# and parameters that are wrong on their face: each refused before tracing, by name.
+_F = md.FreeSpace()
+_LJ = md.LennardJones(1.0, 1.0)
+_LJ2 = md.LennardJones(jnp.array([[1.0, 1.1], [1.1, 1.2]]), jnp.ones((2, 2)))
+_YUK3 = md.Yukawa(jnp.ones((3, 3)), 1.0)
+_ONE3 = jnp.ones(3)
+_DUP = jnp.array([[0.0, 0.0, 0.0], [1.2, 0.0, 0.0], [1.2, 0.0, 0.0]])
+_BOX5 = md.PeriodicBox(jnp.full(3, 5.0))
+_TLJ = md.Truncated(_LJ, 2.0)
+_Q4 = jnp.array([[0.5, 0.5, 0.5], [1.5, 0.5, 0.5], [0.5, 1.5, 0.5], [0.5, 0.5, 1.5]])
+_KEY = jax.random.key(0)
+_BONDS = jnp.array([[0, 1]])
+_ANGLES = jnp.array([[0, 1, 2]])
+_DIHEDRALS = jnp.array([[0, 1, 2, 3]])
+
+
+def _data_system(**kw):
+    return md.MDSystem(**{**dict(space=_F, potential=_LJ, masses=_ONE3), **kw})
+
+
+def _overflowed_list():
+    """A list sized for a sparse configuration, built on a dense one (it overflows)."""
+    sparse = jnp.array([[0.5, 0.5, 0.5], [3.0, 0.5, 0.5], [0.5, 3.0, 0.5], [0.5, 0.5, 3.0]])
+    builder = md.NeighborListBuilder.create(_BOX5, sparse, cutoff=2.0, skin=0.2)
+    return builder.build(_BOX5, _Q4)
+
+
+def _with_list(system, nbrs):
+    return eqx.tree_at(lambda s: s.neighbors, system, nbrs, is_leaf=lambda x: x is None)
+
+
+_BOXED4 = md.MDSystem(_BOX5, _TLJ, jnp.ones(4))
+
+
+def _overflowed_run_energy():
+    builder = md.NeighborListBuilder.create(_BOX5, _Q4, cutoff=2.0, skin=0.2, capacity=2)
+    integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), builder)
+    traj = sciad.simulate(
+        _BOXED4, (_Q4, jnp.zeros((4, 3))), dt=0.001, n_steps=2, integrator=integ, throw=False
+    )
+    return integ.model_at(_BOXED4, traj.integrator_state).energy(traj.y1)
+
+
+def _run_dup(system, q):
+    return sciad.simulate(system, (q, jnp.zeros_like(q)), dt=0.01, n_steps=1)
+
+
+def _fire(**kw):
+    return md.FIRE(**kw)
+
+
+_SPECIES_LABELS = r"MDSystem.species must lie in \[0, 2\) \(there are 2\); got "
+_POS = "must be finite and > 0; got "
+_NONNEG = "must be finite and >= 0; got "
+
+DATA_CASES = [
+    # species labels outside the parameter matrices: never clamped, never wrapped
+    (
+        "species label above n_species",
+        lambda: _data_system(potential=_LJ2, species=jnp.array([0, 1, 2])),
+        ValueError,
+        _SPECIES_LABELS + "2",
+    ),
+    (
+        "species label negative",
+        lambda: _data_system(potential=_LJ2, species=jnp.array([0, 1, -1])),
+        ValueError,
+        _SPECIES_LABELS + "-1",
+    ),
+    (
+        "species missing for matrices",
+        lambda: _data_system(potential=_LJ2),
+        ValueError,
+        r"MDSystem.potential has \(2, 2\) per-species parameters; pass species=",
+    ),
+    (
+        "species float labels",
+        lambda: _data_system(potential=_LJ2, species=jnp.array([0.0, 1.0, 1.0])),
+        TypeError,
+        "MDSystem.species must be integers; got dtype float",
+    ),
+    (
+        "species float labels without matrices",
+        lambda: _data_system(species=jnp.array([0.0, 1.0, 1.0])),
+        TypeError,
+        "MDSystem.species must be integers; got dtype float",
+    ),
+    (
+        "species truncated matrices",
+        lambda: _data_system(potential=md.Truncated(_LJ2, 2.0), species=jnp.array([0, 2, 1])),
+        ValueError,
+        _SPECIES_LABELS + "2",
+    ),
+    (
+        "species pair_energy_sum label",
+        lambda: md.pair_energy_sum(_LJ2, _F, _DUP, md.all_pairs(3), jnp.array([0, 1, 5])),
+        ValueError,
+        r"species must lie in \[0, 2\) \(there are 2\); got 5",
+    ),
+    (
+        "species pair energy without labels",
+        lambda: _LJ2.energy(_F, _Q4),
+        ValueError,
+        r"LennardJones has \(2, 2\) per-species parameters but no species were given",
+    ),
+    (
+        "species matrices of two sizes",
+        lambda: md.LennardJones(jnp.ones((2, 2)), jnp.ones((3, 3))),
+        ValueError,
+        r"square \(n_species, n_species\) matrices of one size; got shapes \[\(2, 2\), \(3, 3\)\]",
+    ),
+    (
+        "species non-square matrix",
+        lambda: md.LennardJones(jnp.ones((2, 3)), 1.0),
+        ValueError,
+        r"LennardJones.sigma must be a scalar or an \(n_species, n_species\) matrix; got shape "
+        r"\(2, 3\)",
+    ),
+    (
+        "species vector parameter",
+        lambda: md.Morse(jnp.ones(2), 1.0, 1.0),
+        ValueError,
+        r"Morse.depth must be a scalar or .* got shape \(2,\). Mix per-species values",
+    ),
+    (
+        "species asymmetric matrix",
+        lambda: md.LennardJones(jnp.array([[1.0, 1.1], [1.2, 1.0]]), 1.0),
+        ValueError,
+        r"LennardJones.sigma must be a symmetric matrix",
+    ),
+    (
+        "species pair sum sizes differ",
+        lambda: _LJ2 + _YUK3,
+        ValueError,
+        r"PairSum: per-species parameters must be square .* \[\(2, 2\), \(3, 3\)\]",
+    ),
+    (
+        "species potential sum sizes differ",
+        lambda: md.PotentialSum((_LJ2, _YUK3)),
+        ValueError,
+        r"different numbers of species \[2, 3\]",
+    ),
+    # masses
+    (
+        "masses negative",
+        lambda: _data_system(masses=jnp.array([1.0, -1.0, 1.0])),
+        ValueError,
+        "MDSystem.masses " + _POS + "-1.0",
+    ),
+    (
+        "masses zero",
+        lambda: _data_system(masses=jnp.array([1.0, 0.0, 1.0])),
+        ValueError,
+        "MDSystem.masses " + _POS + "0.0",
+    ),
+    (
+        "masses NaN",
+        lambda: _data_system(masses=jnp.array([1.0, jnp.nan, 1.0])),
+        ValueError,
+        "MDSystem.masses " + _POS + "nan",
+    ),
+    (
+        "masses inf",
+        lambda: _data_system(masses=jnp.array([1.0, jnp.inf, 1.0])),
+        ValueError,
+        "MDSystem.masses " + _POS + "inf",
+    ),
+    (
+        "masses complex",
+        lambda: _data_system(masses=jnp.ones(3, complex)),
+        TypeError,
+        "MDSystem.masses must be real; got dtype complex",
+    ),
+    ("space not a space", lambda: _data_system(space="box"), TypeError, "MDSystem.space must be"),
+    # coincident interacting particles
+    (
+        "coincident particles simulate",
+        lambda: _run_dup(_data_system(), _DUP),
+        ValueError,
+        r"y0\[0\] \(q\): particles 1 and 2 are at the same point \[1.2, 0.0, 0.0\]",
+    ),
+    (
+        "coincident particles energy",
+        lambda: _data_system().energy((_DUP, jnp.zeros((3, 3)))),
+        ValueError,
+        "q: particles 1 and 2 are at the same point",
+    ),
+    (
+        "coincident particles minimize",
+        lambda: md.minimize(_data_system(), _DUP),
+        ValueError,
+        "q0: particles 1 and 2 are at the same point",
+    ),
+    (
+        "coincident periodic images",
+        lambda: _run_dup(
+            md.MDSystem(_BOX5, _TLJ, jnp.ones(2)),
+            jnp.array([[1.0, 1.0, 1.0], [6.0, 1.0, 1.0]]),
+        ),
+        ValueError,
+        "particles 0 and 1 are at the same point",
+    ),
+    (
+        "coincident three at one point",
+        lambda: _run_dup(_data_system(), jnp.zeros((3, 3))),
+        ValueError,
+        "particles 0 and 1 are at the same point",
+    ),
+    # neighbour lists carried inside the system
+    (
+        "list overflowed energy",
+        lambda: _with_list(_BOXED4, _overflowed_list()).potential_energy(_Q4),
+        ValueError,
+        r"MDSystem.neighbors overflowed \(\d+ pairs for a capacity of \d+",
+    ),
+    (
+        "list overflowed constructor",
+        lambda: md.MDSystem(_BOX5, _TLJ, jnp.ones(4), neighbors=_overflowed_list()),
+        ValueError,
+        "MDSystem.neighbors overflowed",
+    ),
+    (
+        "list overflowed simulate",
+        lambda: _run_dup(_with_list(_BOXED4, _overflowed_list()), _Q4),
+        ValueError,
+        "MDSystem.neighbors overflowed",
+    ),
+    (
+        "list overflowed pressure",
+        lambda: md.pressure(_with_list(_BOXED4, _overflowed_list()), _Q4, jnp.zeros((4, 3))),
+        ValueError,
+        "MDSystem.neighbors overflowed",
+    ),
+    (
+        "list overflowed model_at after a run",
+        _overflowed_run_energy,
+        ValueError,
+        "MDSystem.neighbors overflowed",
+    ),
+    (
+        "list for another system",
+        lambda: md.MDSystem(
+            _BOX5,
+            _TLJ,
+            jnp.ones(3),
+            neighbors=md.NeighborListBuilder.create(_BOX5, _Q4, cutoff=2.0, skin=0.2).build(
+                _BOX5, _Q4
+            ),
+        ),
+        ValueError,
+        "MDSystem.neighbors was built for 4 particles, but the system has 3",
+    ),
+    (
+        "list cutoff below the range",
+        lambda: md.MDSystem(
+            _BOX5,
+            md.Truncated(_LJ, 2.4),
+            jnp.ones(4),
+            neighbors=md.NeighborListBuilder.create(_BOX5, _Q4, cutoff=2.0, skin=0.2).build(
+                _BOX5, _Q4
+            ),
+        ),
+        ValueError,
+        "MDSystem.neighbors has cutoff 2.0, below the potential's range 2.4",
+    ),
+    (
+        "list type",
+        lambda: _data_system(neighbors=3),
+        TypeError,
+        "MDSystem.neighbors must be a sciad.md.NeighborList",
+    ),
+    # pair potentials' parameters
+    (
+        "LJ sigma negative",
+        lambda: md.LennardJones(-1.0, 1.0),
+        ValueError,
+        "LennardJones.sigma " + _POS,
+    ),
+    (
+        "LJ sigma zero",
+        lambda: md.LennardJones(0.0, 1.0),
+        ValueError,
+        "LennardJones.sigma " + _POS + "0.0",
+    ),
+    (
+        "LJ epsilon negative",
+        lambda: md.LennardJones(1.0, -1.0),
+        ValueError,
+        "LennardJones.epsilon " + _NONNEG,
+    ),
+    (
+        "LJ sigma NaN",
+        lambda: md.LennardJones(jnp.nan, 1.0),
+        ValueError,
+        "LennardJones.sigma " + _POS + "nan",
+    ),
+    (
+        "LJ epsilon complex",
+        lambda: md.LennardJones(1.0, 1j),
+        TypeError,
+        "LennardJones.epsilon must be real",
+    ),
+    (
+        "LJ matrix entry negative",
+        lambda: md.LennardJones(jnp.array([[1.0, -1.0], [-1.0, 1.0]]), 1.0),
+        ValueError,
+        "LennardJones.sigma " + _POS + "-1.0",
+    ),
+    (
+        "Morse depth negative",
+        lambda: md.Morse(-1.0, 1.0, 1.0),
+        ValueError,
+        "Morse.depth " + _NONNEG,
+    ),
+    ("Morse alpha zero", lambda: md.Morse(1.0, 0.0, 1.0), ValueError, "Morse.alpha " + _POS),
+    ("Morse r0 negative", lambda: md.Morse(1.0, 1.0, -1.0), ValueError, "Morse.r0 " + _POS),
+    (
+        "SoftSphere sigma zero",
+        lambda: md.SoftSphere(0.0, 1.0),
+        ValueError,
+        "SoftSphere.sigma " + _POS,
+    ),
+    (
+        "SoftSphere epsilon negative",
+        lambda: md.SoftSphere(1.0, -1.0),
+        ValueError,
+        "SoftSphere.epsilon " + _NONNEG,
+    ),
+    (
+        "SoftSphere alpha negative",
+        lambda: md.SoftSphere(1.0, 1.0, -2.0),
+        ValueError,
+        "SoftSphere.alpha " + _POS,
+    ),
+    ("Yukawa kappa negative", lambda: md.Yukawa(1.0, -1.0), ValueError, "Yukawa.kappa " + _NONNEG),
+    (
+        "Yukawa amplitude NaN",
+        lambda: md.Yukawa(jnp.nan, 1.0),
+        ValueError,
+        "Yukawa.amplitude contains NaN",
+    ),
+    (
+        "GaussianCore sigma negative",
+        lambda: md.GaussianCore(1.0, -1.0),
+        ValueError,
+        "GaussianCore.sigma " + _POS,
+    ),
+    (
+        "GaussianCore epsilon inf",
+        lambda: md.GaussianCore(jnp.inf, 1.0),
+        ValueError,
+        "GaussianCore.epsilon contains NaN or inf",
+    ),
+    (
+        "Truncated cutoff zero",
+        lambda: md.Truncated(_LJ, 0.0),
+        ValueError,
+        "Truncated.cutoff " + _POS + "0.0",
+    ),
+    (
+        "Truncated cutoff NaN",
+        lambda: md.Truncated(_LJ, float("nan")),
+        ValueError,
+        "Truncated.cutoff " + _POS + "nan",
+    ),
+    (
+        "Truncated cutoff array",
+        lambda: md.Truncated(_LJ, jnp.asarray(2.5)),
+        TypeError,
+        "Truncated.cutoff must be a Python number",
+    ),
+    (
+        "Truncated of a bond",
+        lambda: md.Truncated(md.HarmonicBond(_BONDS, 1.0, 1.0), 2.5),
+        TypeError,
+        "Truncated.potential must be a sciad.md.AbstractPairPotential; got HarmonicBond",
+    ),
+    ("wca sigma negative", lambda: md.wca(-1.0, 1.0), ValueError, "wca sigma " + _POS),
+    (
+        "lorentz_berthelot epsilon negative",
+        lambda: md.lorentz_berthelot(jnp.ones(2), jnp.array([1.0, -1.0])),
+        ValueError,
+        "lorentz_berthelot epsilon " + _NONNEG + "-1.0",
+    ),
+    (
+        "lorentz_berthelot shapes",
+        lambda: md.lorentz_berthelot(jnp.ones(2), jnp.ones(3)),
+        ValueError,
+        r"sigma and epsilon must both have shape \(n_species,\)",
+    ),
+    (
+        "tail corrections cutoff negative",
+        lambda: md.lj_tail_corrections(1.0, 1.0, -2.5, 0.8),
+        ValueError,
+        "lj_tail_corrections cutoff " + _POS,
+    ),
+    (
+        "tail corrections density negative",
+        lambda: md.lj_tail_corrections(1.0, 1.0, 2.5, -0.8),
+        ValueError,
+        "lj_tail_corrections density " + _NONNEG,
+    ),
+    (
+        "pair sum with a non-pair term",
+        lambda: md.PairSum((_LJ, 3)),
+        TypeError,
+        "PairSum.terms must all be sciad.md.AbstractPairPotential; got int",
+    ),
+    (
+        "potential sum empty",
+        lambda: md.PotentialSum(()),
+        ValueError,
+        "PotentialSum.terms must be a non-empty",
+    ),
+    # bonded terms
+    (
+        "bond stiffness negative",
+        lambda: md.HarmonicBond(_BONDS, -1.0, 1.0),
+        ValueError,
+        "HarmonicBond.k " + _NONNEG,
+    ),
+    (
+        "bond rest length negative",
+        lambda: md.HarmonicBond(_BONDS, 1.0, -1.0),
+        ValueError,
+        "HarmonicBond.r0 " + _NONNEG,
+    ),
+    (
+        "bond stiffness per bond negative",
+        lambda: md.HarmonicBond(jnp.array([[0, 1], [1, 2]]), jnp.array([1.0, -2.0]), 1.0),
+        ValueError,
+        "HarmonicBond.k " + _NONNEG + "-2.0",
+    ),
+    (
+        "bond float indices",
+        lambda: md.HarmonicBond(jnp.array([[0.0, 1.5]]), 1.0, 1.0),
+        TypeError,
+        "HarmonicBond.bonds must be integers; got dtype float",
+    ),
+    (
+        "angle stiffness negative",
+        lambda: md.HarmonicAngle(_ANGLES, -1.0, 1.0),
+        ValueError,
+        "HarmonicAngle.k " + _NONNEG,
+    ),
+    (
+        "angle theta0 above pi",
+        lambda: md.HarmonicAngle(_ANGLES, 1.0, 4.0),
+        ValueError,
+        r"HarmonicAngle.theta0 must lie in \[0.0, 3.14159",
+    ),
+    (
+        "angle theta0 negative",
+        lambda: md.HarmonicAngle(_ANGLES, 1.0, -0.5),
+        ValueError,
+        r"HarmonicAngle.theta0 must lie in \[0.0, .*; got -0.5",
+    ),
+    (
+        "angle float indices",
+        lambda: md.HarmonicAngle(jnp.array([[0.0, 1.0, 2.0]]), 1.0, 1.0),
+        TypeError,
+        "HarmonicAngle.angles must be integers",
+    ),
+    (
+        "dihedral periodicity negative",
+        lambda: md.PeriodicDihedral(_DIHEDRALS, 1.0, -3, 0.0),
+        ValueError,
+        "PeriodicDihedral.n " + _NONNEG,
+    ),
+    (
+        "dihedral amplitude NaN",
+        lambda: md.PeriodicDihedral(_DIHEDRALS, jnp.nan, 3, 0.0),
+        ValueError,
+        "PeriodicDihedral.k contains NaN",
+    ),
+    (
+        "dihedral phase inf",
+        lambda: md.PeriodicDihedral(_DIHEDRALS, 1.0, 3, jnp.inf),
+        ValueError,
+        "PeriodicDihedral.phase contains NaN or inf",
+    ),
+    (
+        "dihedral float indices",
+        lambda: md.PeriodicDihedral(jnp.array([[0.0, 1.0, 2.0, 3.0]]), 1.0, 3, 0.0),
+        TypeError,
+        "PeriodicDihedral.dihedrals must be integers",
+    ),
+    # thermostats and integrators
+    (
+        "langevin friction negative",
+        lambda: md.LangevinBAOAB(-1.0, 1.0, _KEY),
+        ValueError,
+        "LangevinBAOAB.friction " + _NONNEG + "-1.0",
+    ),
+    (
+        "langevin kT negative",
+        lambda: md.LangevinBAOAB(1.0, -1.0, _KEY),
+        ValueError,
+        "LangevinBAOAB.kT " + _NONNEG + "-1.0",
+    ),
+    (
+        "langevin kT NaN",
+        lambda: md.LangevinBAOAB(1.0, jnp.nan, _KEY),
+        ValueError,
+        "LangevinBAOAB.kT " + _NONNEG + "nan",
+    ),
+    (
+        "langevin friction vector",
+        lambda: md.LangevinBAOAB(jnp.ones(2), 1.0, _KEY),
+        ValueError,
+        r"LangevinBAOAB.friction must be a scalar; got shape \(2,\)",
+    ),
+    (
+        "langevin key int",
+        lambda: md.LangevinBAOAB(1.0, 1.0, 0),
+        TypeError,
+        "LangevinBAOAB.key must be a PRNG key",
+    ),
+    (
+        "langevin key batch",
+        lambda: md.LangevinBAOAB(1.0, 1.0, jax.random.split(_KEY, 3)),
+        ValueError,
+        r"LangevinBAOAB.key must be a single key of shape \(\); got shape \(3,\)",
+    ),
+    (
+        "brownian friction zero",
+        lambda: md.BrownianDynamics(0.0, 1.0, _KEY),
+        ValueError,
+        "BrownianDynamics.friction " + _POS + "0.0",
+    ),
+    (
+        "brownian kT NaN",
+        lambda: md.BrownianDynamics(1.0, jnp.nan, _KEY),
+        ValueError,
+        "BrownianDynamics.kT " + _NONNEG + "nan",
+    ),
+    (
+        "brownian key",
+        lambda: md.BrownianDynamics(1.0, 1.0, "seed"),
+        TypeError,
+        "BrownianDynamics.key must be a PRNG key",
+    ),
+    (
+        "nhc kT zero",
+        lambda: md.NoseHooverChain(0.0, 1.0),
+        ValueError,
+        "NoseHooverChain.kT " + _POS + "0.0",
+    ),
+    (
+        "nhc tau negative",
+        lambda: md.NoseHooverChain(1.0, -0.5),
+        ValueError,
+        "NoseHooverChain.tau " + _POS + "-0.5",
+    ),
+    (
+        "nhc kT NaN",
+        lambda: md.NoseHooverChain(jnp.nan, 1.0),
+        ValueError,
+        "NoseHooverChain.kT " + _POS + "nan",
+    ),
+    (
+        "nhc n_substeps zero",
+        lambda: md.NoseHooverChain(1.0, 1.0, n_substeps=0),
+        ValueError,
+        "NoseHooverChain.n_substeps must be an int >= 1",
+    ),
+    (
+        "nhc kT vector",
+        lambda: md.NoseHooverChain(jnp.ones(2), 1.0),
+        ValueError,
+        r"NoseHooverChain.kT must be a scalar; got shape \(2,\)",
+    ),
+    (
+        "list integrator inner class",
+        lambda: md.NeighborListIntegrator(sciad.VelocityVerlet, _LIST),
+        TypeError,
+        "NeighborListIntegrator.integrator must be a sciad.AbstractIntegrator instance",
+    ),
+    (
+        "list integrator builder",
+        lambda: md.NeighborListIntegrator(sciad.VelocityVerlet(), _overflowed_list()),
+        TypeError,
+        r"NeighborListIntegrator.builder must be a sciad.md.NeighborListBuilder .*got NeighborList",
+    ),
+    # reweighting
+    (
+        "reweight kT zero",
+        lambda: md.reweighted_average(_PAIR, _PAIR, _Q2[None], 0.0, lambda s, q: q),
+        ValueError,
+        "reweighted_average kT " + _POS + "0.0",
+    ),
+    (
+        "reweight kT negative",
+        lambda: md.reweighted_average(_PAIR, _PAIR, _Q2[None], -1.0, lambda s, q: q),
+        ValueError,
+        "reweighted_average kT " + _POS + "-1.0",
+    ),
+    (
+        "reweight builder",
+        lambda: md.reweighted_average(_PAIR, _PAIR, _Q2[None], 1.0, lambda s, q: q, builder=3),
+        TypeError,
+        "builder must be a sciad.md.NeighborListBuilder or None; got int",
+    ),
+    # FIRE's settings
+    ("FIRE f_inc one", lambda: _fire(f_inc=1.0), ValueError, "FIRE f_inc must be > 1"),
+    (
+        "FIRE alpha_start zero",
+        lambda: _fire(alpha_start=0.0),
+        ValueError,
+        r"FIRE alpha_start must lie in \(0, 1\)",
+    ),
+    (
+        "FIRE f_alpha above one",
+        lambda: _fire(f_alpha=1.5),
+        ValueError,
+        r"FIRE f_alpha must lie in \(0, 1\)",
+    ),
+    ("FIRE n_min negative", lambda: _fire(n_min=-1), ValueError, "FIRE n_min must be an int >= 0"),
+    (
+        "FIRE max_step negative",
+        lambda: _fire(max_step=-0.1),
+        ValueError,
+        "FIRE max_step must be a positive number",
+    ),
+    ("FIRE norm not callable", lambda: _fire(norm=2), TypeError, "FIRE norm must be callable"),
+    (
+        "FIRE dt_min zero",
+        lambda: _fire(dt_min=0.0),
+        ValueError,
+        "FIRE dt_min must be a positive number",
+    ),
+    ("FIRE rtol negative", lambda: _fire(rtol=-1.0), ValueError, "FIRE rtol must be a number >= 0"),
+]
+
+
+CASES = MD_CASES + MINIMIZE_CASES + FORCEFIELD_CASES + ENSEMBLE_CASES + LEAD_CASES + DATA_CASES
 
 
 @pytest.mark.parametrize("name", case_names(CASES))
