@@ -68,7 +68,13 @@ for name in NAMES:
 # and with the reverse-mode gradient dotted with the direction.
 
 # %%
-direction = sciad.ode.Pendulum(length=0.3, gravity=-0.2, damping=0.5)
+# A tangent is a model-shaped PyTree whose entries may have any sign. Build it with
+# `eqx.tree_at` (the constructor checks physics: it refuses a negative gravity).
+direction = eqx.tree_at(
+    lambda m: (m.length, m.gravity, m.damping),
+    pendulum,
+    (jnp.asarray(0.3), jnp.asarray(-0.2), jnp.asarray(0.5)),
+)
 value, deriv = jax.jvp(loss, (pendulum,), (direction,))
 np.testing.assert_allclose(value, loss(pendulum), rtol=1e-14)
 
