@@ -197,3 +197,23 @@ def check_key(key: Anything, name: str) -> None:
         f"{name} must be a PRNG key such as jax.random.key(0); got {type(key).__name__}"
         f"{'' if dtype is None else f' of dtype {dtype}'}."
     )
+
+
+def as_float_array(x: Anything, name: str, shape: tuple[int, ...] | None = None) -> jax.Array:
+    """`x` as a floating-point array (integers become floats): real (`TypeError`
+    otherwise), of exactly `shape` if given, and finite when concrete (`ValueError`)."""
+    if isinstance(x, (list, tuple)):
+        try:
+            x = jnp.asarray(x)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{name} must be a real number or array; got {x!r}.") from e
+    check_real(x, name)
+    if shape is not None:
+        check_shape(x, name, shape)
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(float)
+    v = _values(x)
+    if v is not None and not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be finite; got {v if v.ndim else float(v)}.")
+    return x

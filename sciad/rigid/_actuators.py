@@ -4,12 +4,23 @@ import abc
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 import numpy as np
 
-from .._core._types import FloatScalar, RealScalarLike
-from .._core._validate import is_concrete
+from .._core._types import Anything, FloatScalar, RealScalarLike
+from .._core._validate import (
+    as_float_array,
+    check_int,
+    check_positive,
+    check_scalar,
+    is_concrete,
+)
 from ._types import RangeLike, ScalarLike
+
+
+def _scalar(x: Anything, name: str) -> Array:
+    check_scalar(x, name)
+    return jnp.asarray(x)
 
 
 class AbstractControl(eqx.Module):
@@ -46,7 +57,10 @@ class ConstantControl(AbstractControl):
     **Example:** `sciad.rigid.ConstantControl(jnp.array([0.5, -0.5]))`
     """
 
-    value: Float[Array, "..."] = eqx.field(converter=jnp.asarray)
+    value: Float[Array, "..."]
+
+    def __init__(self, value: Float[ArrayLike, "..."]):
+        self.value = as_float_array(value, "ConstantControl.value")
 
     def __call__(
         self, t: RealScalarLike, q: Float[Array, " nq"], v: Float[Array, " nv"]
@@ -73,8 +87,12 @@ class InterpolatedControl(AbstractControl):
     ```
     """
 
-    ts: Float[Array, " m"] = eqx.field(converter=jnp.asarray)
-    values: Float[Array, "m ..."] = eqx.field(converter=jnp.asarray)
+    ts: Float[Array, " m"]
+    values: Float[Array, "m ..."]
+
+    def __init__(self, ts: Float[ArrayLike, " m"], values: Float[ArrayLike, "m ..."]):
+        self.ts = as_float_array(ts, "InterpolatedControl.ts")
+        self.values = as_float_array(values, "InterpolatedControl.values")
 
     def __check_init__(self):
         if np.ndim(self.ts) != 1 or np.shape(self.ts)[0] < 2:
@@ -87,7 +105,9 @@ class InterpolatedControl(AbstractControl):
                 f"{np.shape(self.ts)[0]} knots; got {np.shape(self.values)}."
             )
         if is_concrete(self.ts) and not np.all(np.diff(np.asarray(self.ts)) > 0):
-            raise ValueError("InterpolatedControl ts must be strictly increasing.")
+            raise ValueError(
+                f"InterpolatedControl ts must be strictly increasing; got {np.asarray(self.ts)}."
+            )
 
     def __call__(
         self, t: RealScalarLike, q: Float[Array, " nq"], v: Float[Array, " nv"]
@@ -142,30 +162,23 @@ class JointActuator(eqx.Module):
         bias_velocity: ScalarLike = 0.0,
         ctrl_range: RangeLike | None = None,
     ):
-        if not isinstance(joint, str):
+        if not isinstance(joint, str) or not joint:
             raise TypeError(f"JointActuator joint must be a body name (str); got {joint!r}.")
-        if isinstance(dof, bool) or not isinstance(dof, int) or dof < 0:
-            raise ValueError(f"JointActuator dof must be an int >= 0; got {dof!r}.")
         self.joint = joint
-        self.dof = dof
-        self.gain = jnp.asarray(gain)
-        self.bias_constant = jnp.asarray(bias_constant)
-        self.bias_position = jnp.asarray(bias_position)
-        self.bias_velocity = jnp.asarray(bias_velocity)
-        self.ctrl_range = None if ctrl_range is None else jnp.asarray(ctrl_range)
-
-    def __check_init__(self):
-        for name in ("gain", "bias_constant", "bias_position", "bias_velocity"):
-            if np.ndim(getattr(self, name)) != 0:
-                raise ValueError(f"JointActuator {name} must be a scalar.")
-        r = self.ctrl_range
-        if r is not None:
-            if np.shape(r) != (2,):
-                raise ValueError(
-                    f"JointActuator ctrl_range must have shape (2,); got {np.shape(r)}."
-                )
+        self.dof = check_int(dof, "JointActuator dof", minimum=0)
+        self.gain = _scalar(gain, f"JointActuator {joint!r} gain")
+        self.bias_constant = _scalar(bias_constant, f"JointActuator {joint!r} bias_constant")
+        self.bias_position = _scalar(bias_position, f"JointActuator {joint!r} bias_position")
+        self.bias_velocity = _scalar(bias_velocity, f"JointActuator {joint!r} bias_velocity")
+        self.ctrl_range = None
+        if ctrl_range is not None:
+            r = as_float_array(ctrl_range, f"JointActuator {joint!r} ctrl_range", (2,))
             if is_concrete(r) and not float(r[0]) < float(r[1]):
-                raise ValueError(f"JointActuator ctrl_range must have lower < upper; got {r}.")
+                raise ValueError(
+                    f"JointActuator {joint!r} ctrl_range must have lower < upper; "
+                    f"got {np.asarray(r)}."
+                )
+            self.ctrl_range = r
 
     @classmethod
     def motor(
@@ -180,6 +193,9 @@ class JointActuator(eqx.Module):
 
         **Example:** `sciad.rigid.JointActuator.motor("hip", gear=10.0)`
         """
+        check_scalar(gear, "JointActuator.motor gear")
+        if is_concrete(gear) and float(np.asarray(gear)) == 0:
+            raise ValueError("JointActuator.motor gear must be non-zero; got 0.")
         return cls(joint, dof=dof, gain=gear, ctrl_range=ctrl_range)
 
     @classmethod
@@ -195,6 +211,8 @@ class JointActuator(eqx.Module):
 
         **Example:** `sciad.rigid.JointActuator.position("knee", kp=50.0, kv=1.0)`
         """
+        check_positive(kp, "JointActuator.position kp")
+        check_positive(kv, "JointActuator.position kv", zero_ok=True)
         kp = jnp.asarray(kp)
         return cls(
             joint, gain=kp, bias_position=-kp, bias_velocity=-jnp.asarray(kv), ctrl_range=ctrl_range
@@ -213,5 +231,6 @@ class JointActuator(eqx.Module):
 
         **Example:** `sciad.rigid.JointActuator.velocity("wheel", kv=2.0)`
         """
+        check_positive(kv, "JointActuator.velocity kv")
         kv = jnp.asarray(kv)
         return cls(joint, dof=dof, gain=kv, bias_velocity=-kv, ctrl_range=ctrl_range)

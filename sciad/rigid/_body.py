@@ -8,19 +8,14 @@ from scipy.spatial.transform import Rotation
 
 from .._core._geometry import quat_multiply, quat_normalize
 from .._core._types import Anything, FloatScalar
-from .._core._validate import is_concrete
+from .._core._validate import as_float_array, is_concrete
 from ._joints import AbstractJoint, FixedJoint
 from ._shapes import AbstractShape
 from ._types import QuatLike, ScalarLike, Vec3Like
 
 
 def _shaped(name: str, x: Anything, shape: tuple[int, ...]) -> Array:
-    x = jnp.asarray(x)
-    if x.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}; got shape {x.shape}.")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(float)
-    return x
+    return as_float_array(x, name, shape)
 
 
 def _unit_quat(name: str, q: Anything) -> Array:

@@ -3,7 +3,9 @@ solve (a convex, regularised Coulomb problem, differentiated implicitly)."""
 
 from collections.abc import Callable, Sequence
 import functools
+import sys
 from typing import NamedTuple
+import warnings
 
 import equinox as eqx
 import jax
@@ -12,23 +14,19 @@ from jaxtyping import Array, Float
 import numpy as np
 
 from .._core._batching import compacting_while
-from .._core._geometry import cross, quat_normalize, quat_to_matrix, safe_norm
-from .._core._types import Anything, FloatScalar
-from .._core._validate import is_concrete
+from .._core._geometry import cross, quat_to_matrix, safe_norm
+from .._core._types import Anything, FloatScalar, RealScalarLike
+from .._core._validate import (
+    as_float_array,
+    check_in_range,
+    check_int,
+    check_positive,
+    check_scalar,
+    is_concrete,
+)
+from ._body import _unit_quat
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
 from ._types import QuatLike, ScalarLike, Vec3Like
-
-
-def _scalar(name: str, x: Anything, low: float, high: float | None = None) -> Array:
-    x = jnp.asarray(x)
-    if x.shape != ():
-        raise ValueError(f"{name} must be a scalar; got shape {x.shape}.")
-    if is_concrete(x):
-        v = float(x)
-        if not (v >= low and (high is None or v <= high)):
-            bounds = f"[{low}, {high}]" if high is not None else f">= {low}"
-            raise ValueError(f"{name} must be in {bounds}; got {v}.")
-    return x
 
 
 class Geom(eqx.Module):
@@ -97,22 +95,20 @@ class Geom(eqx.Module):
             )
         if body is not None and not isinstance(body, str):
             raise TypeError(f"Geom body must be a body name or None; got {body!r}.")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Geom name must be a string or None; got {name!r}.")
         label = f"Geom {name!r}" if name else "Geom"
         self.shape = shape
         self.body = body
-        self.pos = jnp.asarray(pos)
-        self.quat = jnp.asarray(quat)
-        if self.pos.shape != (3,):
-            raise ValueError(f"{label} pos must have shape (3,); got {self.pos.shape}.")
-        if self.quat.shape != (4,):
-            raise ValueError(f"{label} quat must have shape (4,); got {self.quat.shape}.")
-        self.quat = quat_normalize(self.quat)
-        self.friction = _scalar(f"{label} friction", friction, 0.0)
-        self.restitution = _scalar(f"{label} restitution", restitution, 0.0, 1.0)
-        for what, v in (("contype", contype), ("conaffinity", conaffinity)):
-            if not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError(f"{label} {what} must be a non-negative integer; got {v!r}.")
-        self.contype, self.conaffinity = int(contype), int(conaffinity)
+        self.pos = as_float_array(pos, f"{label} pos", (3,))
+        self.quat = _unit_quat(f"{label} quat", quat)
+        check_positive(friction, f"{label} friction", zero_ok=True)
+        self.friction = jnp.asarray(friction)
+        check_scalar(restitution, f"{label} restitution")
+        check_in_range(restitution, f"{label} restitution", 0.0, 1.0)
+        self.restitution = jnp.asarray(restitution)
+        self.contype = check_int(contype, f"{label} contype", minimum=0)
+        self.conaffinity = check_int(conaffinity, f"{label} conaffinity", minimum=0)
         self.name = name
 
 
@@ -161,8 +157,13 @@ class ContactModel(eqx.Module):
     **Arguments:**
 
     - `softness`: ε > 0 (dimensionless), default 1e-2.
-    - `time_constant`: τ > 0 (time), the penetration-recovery time; keep it ≥ 2 steps.
-      Default 0.02 (MuJoCo's default `solref` time constant).
+    - `time_constant`: τ > 0 (time), the penetration-recovery time. Default 0.02
+      (MuJoCo's default `solref` time constant). A step h uses max(τ, 2h)
+      ([`effective_time_constant`][sciad.rigid.ContactModel.effective_time_constant]),
+      as MuJoCo's `refsafe` does: the recovery φ ← φ (1 − h/τ) overshoots for h/τ > 1
+      and grows for h/τ > 2, so a τ below two steps would launch a body from the
+      ground (a box dropped from 0.2 m with τ = h/2 rose to 1.28 m). The hard joint
+      limits use the same time constant.
     - `max_iterations`: Newton iterations before the solve is reported as failed
       (`RESULTS.solver_failed`); default 50.
     - `tolerance`: relative velocity tolerance of the solve, default 1e-10 (raised to
@@ -184,19 +185,25 @@ class ContactModel(eqx.Module):
     tolerance: float = eqx.field(default=1e-10, static=True)
 
     def __check_init__(self):
-        for name in ("softness", "time_constant"):
-            x = getattr(self, name)
-            if jnp.shape(x) != ():
-                raise ValueError(f"ContactModel {name} must be a scalar; got shape {x.shape}.")
-            if is_concrete(x) and not float(x) > 0:
-                raise ValueError(f"ContactModel {name} must be positive; got {float(x)}.")
-        if not isinstance(self.max_iterations, int) or self.max_iterations < 1:
-            raise ValueError(
-                f"ContactModel max_iterations must be a positive integer; got "
-                f"{self.max_iterations!r}."
-            )
-        if not self.tolerance > 0:
-            raise ValueError(f"ContactModel tolerance must be positive; got {self.tolerance}.")
+        check_positive(self.softness, "ContactModel.softness")
+        check_positive(self.time_constant, "ContactModel.time_constant")
+        check_int(self.max_iterations, "ContactModel.max_iterations")
+        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)):
+            raise TypeError(f"ContactModel.tolerance must be a float; got {self.tolerance!r}.")
+        check_positive(self.tolerance, "ContactModel.tolerance")
+
+    def effective_time_constant(self, dt: RealScalarLike) -> FloatScalar:
+        """The time constant a step of length `dt` uses: max(τ, 2·dt) (MuJoCo's
+        `refsafe`; see the class docstring).
+
+        **Example:** `ContactModel(time_constant=1e-3).effective_time_constant(1e-3)` is 2e-3.
+        """
+        return safe_time_constant(self.time_constant, dt)
+
+
+def safe_time_constant(time_constant: Array, dt: RealScalarLike) -> Array:
+    """max(τ, 2·dt) (MuJoCo's `refsafe`, see `ContactModel`), elementwise."""
+    return jnp.maximum(time_constant, 2 * jnp.asarray(dt, time_constant.dtype))
 
 
 # ---------------------------------------------------------------------------------------
@@ -748,6 +755,25 @@ class Contacts(NamedTuple):
     body_b: np.ndarray
 
 
+def _pair_groups(
+    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]
+) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
+    """The pairs grouped by kind and shape structure, in the order of `find_contacts`'s
+    points: (collision function, points per pair, first geoms, second geoms)."""
+    groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
+    for i, j in pairs:
+        key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
+        struct = (jax.tree.structure(geoms[i].shape), jax.tree.structure(geoms[j].shape))
+        groups.setdefault((*key, struct), []).append((i, j))
+    out = []
+    for (ka, kb, _), members in groups.items():
+        fn, k = _COLLIDE[(ka, kb)]
+        out.append(
+            (fn, k, np.asarray([m[0] for m in members]), np.asarray([m[1] for m in members]))
+        )
+    return out
+
+
 def find_contacts(
     geoms: Sequence[Geom],
     geom_body: Sequence[int],
@@ -767,16 +793,8 @@ def find_contacts(
     body_pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype)])[gb]
     wrot = body_rot @ grot
     wpos = body_pos + jnp.einsum("gij,gj->gi", body_rot, gpos)
-    groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
-    for i, j in pairs:
-        key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
-        struct = (jax.tree.structure(geoms[i].shape), jax.tree.structure(geoms[j].shape))
-        groups.setdefault((*key, struct), []).append((i, j))
     parts = []
-    for (ka, kb, _), members in groups.items():
-        fn, k = _COLLIDE[(ka, kb)]
-        ia = np.asarray([m[0] for m in members])
-        ib = np.asarray([m[1] for m in members])
+    for fn, k, ia, ib in _pair_groups(geoms, pairs):
         sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
         sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
         pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
@@ -804,6 +822,59 @@ def find_contacts(
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
     return Contacts(dist, normal, point, mu, e, weight, ba, bb)
+
+
+# A contact deeper than this fraction of the smaller geom's inradius when a run starts
+# is warned about (`warn_deep_penetration`).
+DEEP_PENETRATION = 0.1
+
+# The candidate points' distances, compiled once per model structure without XLA's
+# optimisations (it runs once per `simulate` call: compiling fast matters, not running;
+# filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
+_distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
+    lambda model, q: model.contacts(q).dist,
+    compiler_options={"xla_backend_optimization_level": 0},
+)
+
+
+# Frames of these packages are skipped when a warning names the user's call.
+_LIBRARY = frozenset({"sciad", "equinox", "jax", "jaxtyping", "beartype"})
+
+
+def warn_deep_penetration(model: Anything, q: Array) -> None:
+    """Warn (`UserWarning`) for every geom pair of `model` (a `MultiBody` with contacts)
+    that penetrates, at configuration `q`, deeper than `DEEP_PENETRATION` times the
+    smaller of the two geoms' inradii (`AbstractShape.inradius`): the contact pushes
+    such a pair apart at about depth/τ, which can launch a body into the air. Nothing
+    is checked unless `q` and the model are concrete."""
+    if not all(is_concrete(x) for x in jax.tree.leaves((model, q))):
+        return
+    dist = np.asarray(_distances(model, q))
+    geoms = model.geoms
+    groups = _pair_groups(geoms, model.pairs)
+    ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
+    ib = np.concatenate([np.repeat(b, k) for _, k, _, b in groups])
+    size = np.asarray([float(g.shape.inradius()) for g in geoms])
+    limit = DEEP_PENETRATION * np.minimum(size[ia], size[ib])
+    tau = float(model.contact.time_constant)
+    deep = -dist > limit
+    # The stacklevel of the user's call: the first frame outside sciad and the libraries
+    # that wrap its methods (this frame is level 1).
+    frame, level = sys._getframe(), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _LIBRARY:
+        frame, level = frame.f_back, level + 1
+    for i, j in dict.fromkeys(zip(ia[deep].tolist(), ib[deep].tolist(), strict=True)):
+        mine = (ia == i) & (ib == j)
+        depth, allowed = float(np.max(-dist[mine])), float(limit[mine][0])
+        warnings.warn(
+            f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)} start {depth:.3g} deep "
+            f"in each other, more than {DEEP_PENETRATION} of the smaller geom's inradius "
+            f"({allowed:.3g}): the contact will push them apart at up to "
+            f"depth/time_constant = {depth / tau:.3g} (length/time), which can launch a "
+            "body. Start them touching or apart.",
+            UserWarning,
+            stacklevel=level,
+        )
 
 
 def contact_frames(normal: Float[Array, "C 3"]) -> Float[Array, "C 3 3"]:
@@ -1055,28 +1126,32 @@ def contact_terms(
     minv_jt: Float[Array, "nv C"],
     v: Float[Array, " nv"],
     model: ContactModel,
+    dt: RealScalarLike,
 ) -> tuple[Float[Array, "C 3"], Float[Array, " C"]]:
     """The reference velocities û (C, 3) and the inverse regularisations 1/R (C,)
-    (zero for contacts that do not touch). `minv_jt` is M⁻¹ J_nᵀ for the normal rows."""
+    (zero for contacts that do not touch) for a step `dt`. `minv_jt` is M⁻¹ J_nᵀ for
+    the normal rows."""
     u_pre = jnp.einsum("cij,j->ci", jac, v)
-    push = -c.dist / model.time_constant
+    push = -c.dist / model.effective_time_constant(dt)
     bounce = -c.restitution * u_pre[:, 0]
     slip, _ = _unit(u_pre[:, 1:], jnp.zeros_like(u_pre[:, 1:]))
     # De Saxcé's correction, with the slip before the step: the convex model would
     # otherwise lift a sliding contact at normal speed μ|u_t|.
     u_n = jnp.maximum(push, bounce) - c.friction * slip
     u_ref = jnp.stack([u_n, jnp.zeros_like(u_n), jnp.zeros_like(u_n)], axis=-1)
-    return u_ref, _inverse_regularisation(c.dist < 0, jac[:, 0, :], minv_jt, model, c.weight)
+    return u_ref, _inverse_regularisation(
+        c.dist < 0, jac[:, 0, :], minv_jt, model.softness, c.weight
+    )
 
 
 def _inverse_regularisation(
-    active: Array, rows: Array, minv_rows_t: Array, model: ContactModel, weight: Array | float
+    active: Array, rows: Array, minv_rows_t: Array, softness: Array, weight: Array | float
 ) -> Array:
-    """1/R = weight / (ε J M⁻¹ Jᵀ) per constraint row (rows (K, nv), M⁻¹ Jᵀ (nv, K)),
-    zero where it does not act. A row that does not act may be zero (a ball joint's
-    limit at θ = 0): double where."""
+    """1/R = weight / (ε J M⁻¹ Jᵀ) per constraint row (rows (K, nv), M⁻¹ Jᵀ (nv, K);
+    ε a scalar or per row), zero where it does not act. A row that does not act may
+    be zero (a ball joint's limit at θ = 0): double where."""
     w = jnp.where(active, jnp.einsum("kv,vk->k", rows, minv_rows_t), 1.0)
-    return jnp.where(active, weight / (model.softness * w), 0.0)
+    return jnp.where(active, weight / (softness * w), 0.0)
 
 
 def limit_terms(
@@ -1084,12 +1159,14 @@ def limit_terms(
     lim_jac: Float[Array, "L nv"],
     minv_jt: Float[Array, "nv L"],
     model: ContactModel,
+    dt: RealScalarLike,
 ) -> tuple[Float[Array, " L"], Float[Array, " L"]]:
-    """The hard joint limits' reference velocities û_L = −r/τ and inverse
-    regularisations 1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ) (zero for limits that hold, r ≥ 0): the
-    contacts' normal rows without restitution or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
-    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, model, 1.0)
-    return -dist / model.time_constant, inv_r
+    """The hard joint limits' reference velocities û_L = −r/τ (τ the effective time
+    constant for a step `dt`) and inverse regularisations 1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ)
+    (zero for limits that hold, r ≥ 0): the contacts' normal rows without restitution
+    or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
+    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, model.softness, 1.0)
+    return -dist / model.effective_time_constant(dt), inv_r
 
 
 def body_jacobians(

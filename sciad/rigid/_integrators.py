@@ -62,6 +62,13 @@ class SemiImplicitEuler(AbstractIntegrator):
     implicit_damping: bool = eqx.field(default=True, static=True)
     requires_separable: ClassVar[bool] = False
 
+    def __check_init__(self):
+        if not isinstance(self.implicit_damping, bool):
+            raise TypeError(
+                f"SemiImplicitEuler.implicit_damping must be True or False; got "
+                f"{self.implicit_damping!r}."
+            )
+
     def order(self) -> int:
         """1."""
         return 1
@@ -112,7 +119,7 @@ class SemiImplicitEuler(AbstractIntegrator):
         v_free = v + dt * sol[:, 0]
         if mb.pairs:
             minv_jn = sol[:, 1 : 1 + jac.shape[0]]
-            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact)
+            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact, dt)
             mu = c.friction
         else:
             jac, u_ref = jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype)
@@ -120,7 +127,7 @@ class SemiImplicitEuler(AbstractIntegrator):
         limits = None
         if mb.limited.size:
             minv_jl = sol[:, sol.shape[1] - lim_jac.shape[0] :]
-            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, mb.contact))
+            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, mb.contact, dt))
         # Warm start from the current velocity: the previous step's solution.
         v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
         return (mb.integrate_positions(q, dt * v), v), state | ~ok

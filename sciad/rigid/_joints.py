@@ -30,7 +30,13 @@ from .._core._geometry import (
     so3_dexpinv,
 )
 from .._core._types import Anything, FloatScalar
-from .._core._validate import is_concrete
+from .._core._validate import (
+    as_float_array,
+    check_in_range,
+    check_positive,
+    check_scalar,
+    is_concrete,
+)
 from ._spatial import cross_motion
 from ._types import RangeLike, ScalarLike, Vec3Like
 
@@ -43,9 +49,7 @@ def _vec3(x: Anything) -> Array:
 
 
 def _unit_axis(name: str, axis: Anything) -> Array:
-    axis = jnp.asarray(axis)
-    if axis.shape != (3,):
-        raise ValueError(f"{name} axis must have shape (3,); got shape {axis.shape}.")
+    axis = as_float_array(axis, f"{name} axis", (3,))
     if is_concrete(axis):
         norm = float(np.linalg.norm(np.asarray(axis)))
         if not norm > 0:
@@ -56,21 +60,14 @@ def _unit_axis(name: str, axis: Anything) -> Array:
 def _check_scalars(joint: eqx.Module, *names: str) -> None:
     for name in names:
         x = getattr(joint, name)
-        if x is None:
-            continue
-        if np.ndim(x) != 0:
-            raise ValueError(f"{type(joint).__name__}.{name} must be a scalar; got {np.shape(x)}.")
-        if is_concrete(x) and not float(np.asarray(x)) >= 0:
-            raise ValueError(f"{type(joint).__name__}.{name} must be >= 0; got {np.asarray(x)}.")
+        if x is not None:
+            check_positive(x, f"{type(joint).__name__}.{name}", zero_ok=True)
 
 
 def _check_range(joint: eqx.Module, rng: Array | None) -> None:
     if rng is None:
         return
-    if np.shape(rng) != (2,):
-        raise ValueError(
-            f"{type(joint).__name__}.range must have shape (2,) (lower, upper); got {np.shape(rng)}."
-        )
+    as_float_array(rng, f"{type(joint).__name__}.range (lower, upper)", (2,))
     if is_concrete(rng) and not float(rng[0]) < float(rng[1]):
         raise ValueError(
             f"{type(joint).__name__}.range must have lower < upper; got {np.asarray(rng)}."
@@ -471,7 +468,7 @@ class BallJoint(AbstractJoint):
 
     - `pos`: shape `(3,)`, the pivot in the body frame (length).
     - `damping` (N·m·s/rad), `armature` (kg·m²), both ≥ 0, the same on all three dofs.
-    - `max_angle`: optional limit angle (rad), > 0.
+    - `max_angle`: optional limit angle (rad), in (0, π].
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad), for a soft limit.
 
@@ -509,7 +506,10 @@ class BallJoint(AbstractJoint):
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
             raise ValueError(f"BallJoint pos must have shape (3,); got {np.shape(self.pos)}.")
-        _check_scalars(self, "damping", "armature", "max_angle", "limit_stiffness", "limit_damping")
+        _check_scalars(self, "damping", "armature", "limit_stiffness", "limit_damping")
+        if self.max_angle is not None:
+            check_scalar(self.max_angle, "BallJoint.max_angle")
+            check_in_range(self.max_angle, "BallJoint.max_angle", 0.0, np.pi, closed=(False, True))
         _check_limit(self, self.limit)
 
     def neutral(self) -> Q:

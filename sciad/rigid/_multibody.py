@@ -12,7 +12,7 @@ from .._core._geometry import cross
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel, expect_shape
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
-from .._core._validate import is_concrete
+from .._core._validate import as_float_array, is_concrete
 from . import _dynamics as _dyn
 from ._actuators import AbstractControl, ConstantControl, JointActuator
 from ._body import Body
@@ -25,6 +25,7 @@ from ._contact import (
     Contacts,
     find_contacts,
     Geom,
+    warn_deep_penetration,
 )
 from ._dynamics import Frames, Terms
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
@@ -183,9 +184,7 @@ class MultiBody(AbstractModel):
         self.inertia = jnp.stack([b.inertia for b in bodies])
         self.com = jnp.stack([b.com for b in bodies])
         self.inertia_quat = jnp.stack([b.inertia_quat for b in bodies])
-        self.gravity = jnp.asarray(gravity)
-        if self.gravity.shape != (3,):
-            raise ValueError(f"MultiBody gravity must have shape (3,); got {self.gravity.shape}.")
+        self.gravity = as_float_array(gravity, "MultiBody gravity", (3,))
         actuators = tuple(actuators)
         for a in actuators:
             if not isinstance(a, JointActuator):
@@ -214,7 +213,7 @@ class MultiBody(AbstractModel):
             raise TypeError(f"control must be a sciad.rigid.AbstractControl; got {control!r}.")
         self.control = control
         if wrench is not None and not isinstance(wrench, AbstractControl):
-            wrench = ConstantControl(wrench)
+            wrench = ConstantControl(as_float_array(wrench, "MultiBody wrench"))
         self.wrench = wrench
         self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
         self._check_inputs()
@@ -569,7 +568,11 @@ class MultiBody(AbstractModel):
         return jnp.sum(matvec(f.inertia, vb), axis=0)
 
     def check_state(self, y: State) -> None:
-        """y = (q, v) with shapes `(nq,)` and `(nv,)`."""
+        """y = (q, v) with shapes `(nq,)` and `(nv,)`, and, when q is concrete, its
+        quaternions of unit length (to 1e-3: normalise with `normalize`). A contact
+        that starts deeper than a tenth of the smaller geom's
+        [`inradius`][sciad.rigid.AbstractShape.inradius] gets a `UserWarning` naming the
+        geoms and the depth: it would be pushed out at depth/τ and launch the body."""
         if not (isinstance(y, tuple) and len(y) == 2):
             raise ValueError(
                 f"y0 for a MultiBody must be a tuple (q, v) of shapes ({self.nq},), "
@@ -577,3 +580,20 @@ class MultiBody(AbstractModel):
             )
         expect_shape("y0[0] (q)", y[0], (self.nq,), "joint positions")
         expect_shape("y0[1] (v)", y[1], (self.nv,), "joint velocities")
+        if all(is_concrete(x) for x in jax.tree.leaves((self.joints, y[0]))):
+            self._check_manifold(np.asarray(y[0]))
+        if self.pairs:
+            warn_deep_penetration(self, y[0])
+
+    def _check_manifold(self, q: np.ndarray) -> None:
+        """Every joint's q on its manifold: `normalize` moves no coordinate by > 1e-3."""
+        qn = np.asarray(self.normalize(jnp.asarray(q)))
+        bad = ~np.isfinite(qn) | (np.abs(qn - q) > 1e-3)
+        if np.any(bad):
+            b = int(np.searchsorted(self.topology.qadr, np.argmax(bad), side="right") - 1)
+            a, e = self.topology.qadr[b], self.topology.qadr[b] + type(self.joints[b]).nq
+            raise ValueError(
+                f"y0[0] (q) of body {self.names[b]!r} ({type(self.joints[b]).__name__}), "
+                f"q[{a}:{e}] = {q[a:e]}, is off the joint's manifold: quaternions must have "
+                f"unit length (normalised: {qn[a:e]}; model.normalize(q) does it)."
+            )

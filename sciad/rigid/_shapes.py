@@ -6,17 +6,9 @@ import math
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
-import numpy as np
 
-from .._core._types import Anything, FloatScalar, RealScalarLike
-from .._core._validate import is_concrete
-
-
-def _positive(name: str, x: Anything, shape: tuple[int, ...] = ()) -> None:
-    if np.shape(x) != shape:
-        raise ValueError(f"{name} must have shape {shape}; got shape {np.shape(x)}.")
-    if is_concrete(x) and not np.all(np.asarray(x) > 0):
-        raise ValueError(f"{name} must be positive; got {np.asarray(x)}.")
+from .._core._types import FloatScalar, RealScalarLike
+from .._core._validate import check_positive
 
 
 class AbstractShape(eqx.Module):
@@ -45,6 +37,12 @@ class AbstractShape(eqx.Module):
         """Principal moments of inertia per unit mass about the centre, along the
         shape's x, y, z axes (length²)."""
 
+    @abc.abstractmethod
+    def inradius(self) -> FloatScalar:
+        """The radius of the largest ball about the centre that fits inside the shape
+        (length): how deep another shape can reach into it before it nears the centre.
+        Infinite for a plane, which has no centre."""
+
     def mass_properties(self, density: RealScalarLike) -> tuple[FloatScalar, Float[Array, "3"]]:
         """Mass and principal inertia for a uniform `density`.
 
@@ -55,6 +53,7 @@ class AbstractShape(eqx.Module):
         **Returns:** `(mass, inertia)`: a scalar and shape `(3,)` (mass·length²), the
         moments about the centre along the shape's axes.
         """
+        check_positive(density, f"{type(self).__name__} density")
         mass = jnp.asarray(density * self.volume())
         return mass, mass * self.unit_inertia()
 
@@ -70,7 +69,7 @@ class Sphere(AbstractShape):
     radius: FloatScalar = eqx.field(converter=jnp.asarray)
 
     def __check_init__(self):
-        _positive("Sphere radius", self.radius)
+        check_positive(self.radius, "Sphere.radius")
 
     def volume(self) -> FloatScalar:
         """4πr³/3."""
@@ -79,6 +78,10 @@ class Sphere(AbstractShape):
     def unit_inertia(self) -> Float[Array, "3"]:
         """(2/5) r² on every axis."""
         return jnp.stack([0.4 * self.radius**2] * 3)
+
+    def inradius(self) -> FloatScalar:
+        """r."""
+        return self.radius
 
 
 class Box(AbstractShape):
@@ -94,7 +97,7 @@ class Box(AbstractShape):
     half_extents: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
 
     def __check_init__(self):
-        _positive("Box half_extents", self.half_extents, (3,))
+        check_positive(self.half_extents, "Box.half_extents", shape=(3,))
 
     def volume(self) -> FloatScalar:
         """8abc."""
@@ -104,6 +107,10 @@ class Box(AbstractShape):
         """((b² + c²)/3, (a² + c²)/3, (a² + b²)/3)."""
         a2, b2, c2 = self.half_extents**2
         return jnp.stack([b2 + c2, a2 + c2, a2 + b2]) / 3
+
+    def inradius(self) -> FloatScalar:
+        """The smallest half-extent."""
+        return jnp.min(self.half_extents)
 
 
 class Cylinder(AbstractShape):
@@ -120,8 +127,8 @@ class Cylinder(AbstractShape):
     half_length: FloatScalar = eqx.field(converter=jnp.asarray)
 
     def __check_init__(self):
-        _positive("Cylinder radius", self.radius)
-        _positive("Cylinder half_length", self.half_length)
+        check_positive(self.radius, "Cylinder.radius")
+        check_positive(self.half_length, "Cylinder.half_length")
 
     def volume(self) -> FloatScalar:
         """2πr²h."""
@@ -132,6 +139,10 @@ class Cylinder(AbstractShape):
         r2, h2 = self.radius**2, self.half_length**2
         side = r2 / 4 + h2 / 3
         return jnp.stack([side, side, r2 / 2])
+
+    def inradius(self) -> FloatScalar:
+        """min(r, h)."""
+        return jnp.minimum(self.radius, self.half_length)
 
 
 class Capsule(AbstractShape):
@@ -151,8 +162,8 @@ class Capsule(AbstractShape):
     half_length: FloatScalar = eqx.field(converter=jnp.asarray)
 
     def __check_init__(self):
-        _positive("Capsule radius", self.radius)
-        _positive("Capsule half_length", self.half_length)
+        check_positive(self.radius, "Capsule.radius")
+        check_positive(self.half_length, "Capsule.half_length")
 
     def volume(self) -> FloatScalar:
         """2πr²h + (4/3)πr³."""
@@ -168,6 +179,10 @@ class Capsule(AbstractShape):
         side = fc * (r**2 / 4 + h**2 / 3) + fs * (0.4 * r**2 + h**2 + 0.75 * h * r)
         axial = fc * r**2 / 2 + fs * 0.4 * r**2
         return jnp.stack([side, side, axial])
+
+    def inradius(self) -> FloatScalar:
+        """r (every point of the axis segment is r from the surface)."""
+        return self.radius
 
 
 class Plane(AbstractShape):
@@ -185,3 +200,7 @@ class Plane(AbstractShape):
     def unit_inertia(self) -> Float[Array, "3"]:
         """A plane has no inertia: raises `TypeError`."""
         raise TypeError("a Plane has no inertia; use it in a Geom for contacts only.")
+
+    def inradius(self) -> FloatScalar:
+        """Infinite: the half-space holds balls of every size."""
+        return jnp.asarray(jnp.inf)

@@ -110,9 +110,14 @@ RIGID_CASES = [
         "rigid negative damping",
         lambda: rigid.SliderJoint(damping=-0.1),
         ValueError,
-        "damping must be >= 0",
+        r"SliderJoint.damping must be finite and >= 0; got -0.1",
     ),
-    ("rigid sphere radius", lambda: rigid.Sphere(-0.1), ValueError, "radius must be positive"),
+    (
+        "rigid sphere radius",
+        lambda: rigid.Sphere(-0.1),
+        ValueError,
+        r"Sphere.radius must be finite and > 0; got -0.1",
+    ),
     (
         "rigid box shape",
         lambda: rigid.Box(jnp.ones(2)),
@@ -196,6 +201,821 @@ RIGID_CASES = [
     ),
 ]
 
+NAN = float("nan")
+_BALL = rigid.Sphere(0.1)
+
+
+def _body(**kw):
+    return rigid.Body("a", **{**_LINK, **kw})
+
+
+def _with(**kw):
+    """The one-link hinge model with extra `MultiBody` arguments."""
+    return rigid.MultiBody([rigid.Body("a", joint=_HINGE_Y, **_LINK)], **kw)
+
+
+def _with_actuator(actuator):
+    return _with(actuators=[actuator])
+
+
+def _free_state(quat):
+    q0, v0 = _FREE.default_state()
+    return sciad.simulate(_FREE, (q0.at[3:].set(jnp.asarray(quat)), v0), dt=0.01, n_steps=1)
+
+
+def _contact_model(**kw):
+    body = rigid.Body(
+        "ball", joint=rigid.FreeJoint(), pos=(0.0, 0.0, 0.2), shape=_BALL, density=1.0
+    )
+    geoms = [rigid.Geom(rigid.Plane()), rigid.Geom(_BALL, body="ball")]
+    return rigid.MultiBody([body], geoms=geoms, **kw)
+
+
+# One case per class and argument that is wrong on its face: each must be refused
+# before any tracing, with a message naming the argument.
+VALIDATION_CASES = [
+    # shapes
+    (
+        "rigid sphere radius zero",
+        lambda: rigid.Sphere(0.0),
+        ValueError,
+        r"Sphere.radius must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid sphere radius nan",
+        lambda: rigid.Sphere(NAN),
+        ValueError,
+        r"Sphere.radius must be finite and > 0; got nan",
+    ),
+    (
+        "rigid sphere radius vector",
+        lambda: rigid.Sphere(jnp.ones(2)),
+        ValueError,
+        r"Sphere.radius must be a scalar; got shape \(2,\)",
+    ),
+    (
+        "rigid sphere radius complex",
+        lambda: rigid.Sphere(1j),
+        TypeError,
+        r"Sphere.radius must be real; got dtype complex",
+    ),
+    (
+        "rigid sphere radius bool",
+        lambda: rigid.Sphere(True),
+        TypeError,
+        r"Sphere.radius must be real; got dtype bool",
+    ),
+    (
+        "rigid box zero extent",
+        lambda: rigid.Box(jnp.array([0.1, 0.0, 0.1])),
+        ValueError,
+        r"Box.half_extents must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid box negative extent",
+        lambda: rigid.Box(jnp.array([0.1, 0.1, -0.1])),
+        ValueError,
+        r"Box.half_extents must be finite and > 0; got -0.1",
+    ),
+    (
+        "rigid box infinite extent",
+        lambda: rigid.Box(jnp.array([0.1, jnp.inf, 0.1])),
+        ValueError,
+        r"Box.half_extents must be finite and > 0; got inf",
+    ),
+    (
+        "rigid capsule zero length",
+        lambda: rigid.Capsule(0.1, 0.0),
+        ValueError,
+        r"Capsule.half_length must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid capsule negative radius",
+        lambda: rigid.Capsule(-0.1, 0.2),
+        ValueError,
+        r"Capsule.radius must be finite and > 0; got -0.1",
+    ),
+    (
+        "rigid cylinder zero radius",
+        lambda: rigid.Cylinder(0.0, 0.2),
+        ValueError,
+        r"Cylinder.radius must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid cylinder nan length",
+        lambda: rigid.Cylinder(0.1, NAN),
+        ValueError,
+        r"Cylinder.half_length must be finite and > 0; got nan",
+    ),
+    (
+        "rigid shape density negative",
+        lambda: _BALL.mass_properties(-1.0),
+        ValueError,
+        r"Sphere density must be finite and > 0; got -1.0",
+    ),
+    (
+        "rigid body density zero",
+        lambda: rigid.Body("a", shape=rigid.Box(jnp.full(3, 0.1)), density=0.0),
+        ValueError,
+        r"Box density must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid plane body",
+        lambda: rigid.Body("p", shape=rigid.Plane(), density=1.0),
+        TypeError,
+        "a Plane has no volume or mass",
+    ),
+    # bodies
+    (
+        "rigid body mass zero",
+        lambda: _body(mass=0.0),
+        ValueError,
+        r"Body 'a': mass must be positive",
+    ),
+    (
+        "rigid body mass nan",
+        lambda: _body(mass=NAN),
+        ValueError,
+        r"Body 'a' mass must be finite; got nan",
+    ),
+    (
+        "rigid body mass complex",
+        lambda: _body(mass=1.0 + 1j),
+        TypeError,
+        r"Body 'a' mass must be real",
+    ),
+    (
+        "rigid body mass vector",
+        lambda: _body(mass=jnp.ones(2)),
+        ValueError,
+        r"Body 'a' mass must have shape \(\); got shape \(2,\)",
+    ),
+    (
+        "rigid body inertia zero",
+        lambda: _body(inertia=(0.0, 0.1, 0.1)),
+        ValueError,
+        "principal inertia must be positive",
+    ),
+    (
+        "rigid body inertia negative",
+        lambda: _body(inertia=(-0.1, 0.1, 0.1)),
+        ValueError,
+        "principal inertia must be positive",
+    ),
+    (
+        "rigid body inertia nan",
+        lambda: _body(inertia=(NAN, 0.1, 0.1)),
+        ValueError,
+        r"Body 'a' inertia must be finite",
+    ),
+    (
+        "rigid body inertia tensor asymmetric",
+        lambda: _body(inertia=jnp.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])),
+        ValueError,
+        "the inertia tensor must be symmetric",
+    ),
+    (
+        "rigid body pos shape",
+        lambda: _body(pos=(0.0, 1.0)),
+        ValueError,
+        r"Body 'a' pos must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "rigid body pos nan",
+        lambda: _body(pos=(0.0, NAN, 0.0)),
+        ValueError,
+        r"Body 'a' pos must be finite",
+    ),
+    (
+        "rigid body pos strings",
+        lambda: _body(pos=("0", "0", "1")),
+        TypeError,
+        r"Body 'a' pos must be a real number or array; got \('0', '0', '1'\)",
+    ),
+    (
+        "rigid body com shape",
+        lambda: _body(com=jnp.zeros(4)),
+        ValueError,
+        r"Body 'a' com must have shape \(3,\); got shape \(4,\)",
+    ),
+    (
+        "rigid body quat shape",
+        lambda: _body(quat=(1.0, 0.0, 0.0)),
+        ValueError,
+        r"Body 'a' quat must have shape \(4,\); got shape \(3,\)",
+    ),
+    (
+        "rigid body quat nan",
+        lambda: _body(quat=(NAN, 0.0, 0.0, 0.0)),
+        ValueError,
+        r"Body 'a' quat must be finite",
+    ),
+    (
+        "rigid body inertia_quat zero",
+        lambda: _body(inertia_quat=(0.0, 0.0, 0.0, 0.0)),
+        ValueError,
+        r"Body 'a' inertia_quat must be a non-zero quaternion",
+    ),
+    (
+        "rigid body name empty",
+        lambda: rigid.Body("", **_LINK),
+        TypeError,
+        "Body name must be a non-empty string",
+    ),
+    (
+        "rigid body parent type",
+        lambda: rigid.Body("a", parent=0, **_LINK),
+        TypeError,
+        r"Body 'a': parent must be a body name",
+    ),
+    (
+        "rigid body own parent",
+        lambda: rigid.Body("a", parent="a", **_LINK),
+        ValueError,
+        "Body 'a' cannot be its own parent",
+    ),
+    (
+        "rigid body density without shape",
+        lambda: _body(density=1.0),
+        ValueError,
+        "density needs a shape",
+    ),
+    (
+        "rigid body shape mass and density",
+        lambda: rigid.Body("a", shape=_BALL, mass=1.0, density=1.0),
+        ValueError,
+        "give exactly one of density and mass",
+    ),
+    (
+        "rigid body shape type",
+        lambda: rigid.Body("a", shape="sphere", density=1.0),
+        TypeError,
+        r"Body 'a': shape must be a sciad.rigid shape",
+    ),
+    # joints
+    (
+        "rigid hinge axis shape",
+        lambda: rigid.HingeJoint(axis=(0.0, 1.0)),
+        ValueError,
+        r"HingeJoint axis must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "rigid hinge axis nan",
+        lambda: rigid.HingeJoint(axis=(0.0, NAN, 1.0)),
+        ValueError,
+        "HingeJoint axis must be finite",
+    ),
+    (
+        "rigid hinge pos shape",
+        lambda: rigid.HingeJoint(pos=(0.0, 0.0)),
+        ValueError,
+        r"HingeJoint pos must have shape \(3,\)",
+    ),
+    (
+        "rigid hinge armature negative",
+        lambda: rigid.HingeJoint(armature=-1.0),
+        ValueError,
+        r"HingeJoint.armature must be finite and >= 0; got -1.0",
+    ),
+    (
+        "rigid hinge damping vector",
+        lambda: rigid.HingeJoint(damping=jnp.ones(3)),
+        ValueError,
+        r"HingeJoint.damping must be a scalar; got shape \(3,\)",
+    ),
+    (
+        "rigid hinge damping nan",
+        lambda: rigid.HingeJoint(damping=NAN),
+        ValueError,
+        r"HingeJoint.damping must be finite and >= 0; got nan",
+    ),
+    (
+        "rigid hinge limit stiffness negative",
+        lambda: rigid.HingeJoint(range=(-1.0, 1.0), limit_stiffness=-5.0),
+        ValueError,
+        r"HingeJoint.limit_stiffness must be finite and >= 0; got -5.0",
+    ),
+    (
+        "rigid hinge range shape",
+        lambda: rigid.HingeJoint(range=(-1.0, 0.0, 1.0)),
+        ValueError,
+        r"HingeJoint.range \(lower, upper\) must have shape \(2,\); got shape \(3,\)",
+    ),
+    (
+        "rigid hinge range nan",
+        lambda: rigid.HingeJoint(range=(NAN, 1.0)),
+        ValueError,
+        r"HingeJoint.range \(lower, upper\) must be finite",
+    ),
+    (
+        "rigid hinge range empty",
+        lambda: rigid.HingeJoint(range=(1.0, 1.0)),
+        ValueError,
+        "HingeJoint.range must have lower < upper",
+    ),
+    (
+        "rigid slider zero axis",
+        lambda: rigid.SliderJoint(axis=(0.0, 0.0, 0.0)),
+        ValueError,
+        "SliderJoint axis must be non-zero",
+    ),
+    (
+        "rigid slider limit damping negative",
+        lambda: rigid.SliderJoint(limit_damping=-1.0),
+        ValueError,
+        r"SliderJoint.limit_damping must be finite and >= 0; got -1.0",
+    ),
+    (
+        "rigid slider limit kind",
+        lambda: rigid.SliderJoint(range=(0.0, 1.0), limit="spring"),
+        ValueError,
+        r"SliderJoint.limit must be 'hard'",
+    ),
+    (
+        "rigid slider range order",
+        lambda: rigid.SliderJoint(range=(0.5, -0.5)),
+        ValueError,
+        "SliderJoint.range must have lower < upper",
+    ),
+    (
+        "rigid ball max_angle zero",
+        lambda: rigid.BallJoint(max_angle=0.0),
+        ValueError,
+        r"BallJoint.max_angle must lie in \(0.0, 3.14159\d*\]; got 0.0",
+    ),
+    (
+        "rigid ball max_angle above pi",
+        lambda: rigid.BallJoint(max_angle=4.0),
+        ValueError,
+        r"BallJoint.max_angle must lie in \(0.0, 3.14159\d*\]; got 4.0",
+    ),
+    (
+        "rigid ball max_angle vector",
+        lambda: rigid.BallJoint(max_angle=jnp.ones(2)),
+        ValueError,
+        "BallJoint.max_angle must be a real scalar",
+    ),
+    (
+        "rigid ball pos shape",
+        lambda: rigid.BallJoint(pos=jnp.zeros(2)),
+        ValueError,
+        r"BallJoint pos must have shape \(3,\)",
+    ),
+    (
+        "rigid ball armature negative",
+        lambda: rigid.BallJoint(armature=-0.1),
+        ValueError,
+        r"BallJoint.armature must be finite and >= 0",
+    ),
+    (
+        "rigid free damping negative",
+        lambda: rigid.FreeJoint(damping=-1.0),
+        ValueError,
+        r"FreeJoint.damping must be finite and >= 0; got -1.0",
+    ),
+    (
+        "rigid free armature nan",
+        lambda: rigid.FreeJoint(armature=NAN),
+        ValueError,
+        r"FreeJoint.armature must be finite and >= 0; got nan",
+    ),
+    # geoms
+    (
+        "rigid geom shape type",
+        lambda: rigid.Geom("sphere"),
+        TypeError,
+        "Geom shape must be a sciad.rigid shape",
+    ),
+    (
+        "rigid geom friction negative",
+        lambda: rigid.Geom(_BALL, friction=-0.5),
+        ValueError,
+        r"Geom friction must be finite and >= 0; got -0.5",
+    ),
+    (
+        "rigid geom friction nan",
+        lambda: rigid.Geom(_BALL, name="foot", friction=NAN),
+        ValueError,
+        r"Geom 'foot' friction must be finite and >= 0; got nan",
+    ),
+    (
+        "rigid geom friction vector",
+        lambda: rigid.Geom(_BALL, friction=jnp.ones(3)),
+        ValueError,
+        r"Geom friction must be a scalar; got shape \(3,\)",
+    ),
+    (
+        "rigid geom restitution above one",
+        lambda: rigid.Geom(_BALL, restitution=1.5),
+        ValueError,
+        r"Geom restitution must lie in \[0.0, 1.0\]; got 1.5",
+    ),
+    (
+        "rigid geom restitution negative",
+        lambda: rigid.Geom(_BALL, restitution=-0.1),
+        ValueError,
+        r"Geom restitution must lie in \[0.0, 1.0\]; got -0.1",
+    ),
+    (
+        "rigid geom restitution vector",
+        lambda: rigid.Geom(_BALL, restitution=jnp.zeros(2)),
+        ValueError,
+        "Geom restitution must be a real scalar",
+    ),
+    (
+        "rigid geom pos shape",
+        lambda: rigid.Geom(_BALL, name="foot", pos=(0.0, 0.0)),
+        ValueError,
+        r"Geom 'foot' pos must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "rigid geom pos nan",
+        lambda: rigid.Geom(_BALL, pos=(0.0, 0.0, NAN)),
+        ValueError,
+        "Geom pos must be finite",
+    ),
+    (
+        "rigid geom quat zero",
+        lambda: rigid.Geom(_BALL, quat=(0.0, 0.0, 0.0, 0.0)),
+        ValueError,
+        "Geom quat must be a non-zero quaternion",
+    ),
+    (
+        "rigid geom contype negative",
+        lambda: rigid.Geom(_BALL, contype=-1),
+        ValueError,
+        "Geom contype must be an int >= 0; got -1",
+    ),
+    (
+        "rigid geom conaffinity float",
+        lambda: rigid.Geom(_BALL, conaffinity=1.0),
+        TypeError,
+        "Geom conaffinity must be an int; got 1.0",
+    ),
+    (
+        "rigid geom body type",
+        lambda: rigid.Geom(_BALL, body=1),
+        TypeError,
+        "Geom body must be a body name or None",
+    ),
+    (
+        "rigid geom name type",
+        lambda: rigid.Geom(_BALL, name=3),
+        TypeError,
+        "Geom name must be a string or None",
+    ),
+    (
+        "rigid geom unknown body",
+        lambda: _with(geoms=[rigid.Geom(_BALL, body="b")]),
+        ValueError,
+        "no body named 'b'",
+    ),
+    (
+        "rigid geoms item type",
+        lambda: _with(geoms=[_BALL]),
+        TypeError,
+        "MultiBody geoms must be sciad.rigid.Geom; item 0",
+    ),
+    (
+        "rigid capsule cylinder pair",
+        lambda: rigid.MultiBody(
+            [rigid.Body("c", joint=rigid.FreeJoint(), **_LINK)],
+            geoms=[
+                rigid.Geom(rigid.Cylinder(0.1, 0.1)),
+                rigid.Geom(rigid.Capsule(0.1, 0.1), body="c"),
+            ],
+        ),
+        ValueError,
+        "Cylinder–Capsule is not supported|Capsule–Cylinder is not supported",
+    ),
+    # the contact model
+    (
+        "rigid contact softness zero",
+        lambda: rigid.ContactModel(softness=0.0),
+        ValueError,
+        r"ContactModel.softness must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid contact softness vector",
+        lambda: rigid.ContactModel(softness=jnp.ones(2)),
+        ValueError,
+        r"ContactModel.softness must be a scalar",
+    ),
+    (
+        "rigid contact time constant negative",
+        lambda: rigid.ContactModel(time_constant=-0.01),
+        ValueError,
+        r"ContactModel.time_constant must be finite and > 0; got -0.01",
+    ),
+    (
+        "rigid contact time constant nan",
+        lambda: rigid.ContactModel(time_constant=NAN),
+        ValueError,
+        r"ContactModel.time_constant must be finite and > 0; got nan",
+    ),
+    (
+        "rigid contact max_iterations zero",
+        lambda: rigid.ContactModel(max_iterations=0),
+        ValueError,
+        r"ContactModel.max_iterations must be an int >= 1; got 0",
+    ),
+    (
+        "rigid contact max_iterations float",
+        lambda: rigid.ContactModel(max_iterations=10.0),
+        TypeError,
+        r"ContactModel.max_iterations must be an int",
+    ),
+    (
+        "rigid contact tolerance zero",
+        lambda: rigid.ContactModel(tolerance=0.0),
+        ValueError,
+        r"ContactModel.tolerance must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid contact tolerance string",
+        lambda: rigid.ContactModel(tolerance="tight"),
+        TypeError,
+        r"ContactModel.tolerance must be a float",
+    ),
+    (
+        "rigid contact model type",
+        lambda: _contact_model(contact=0.01),
+        TypeError,
+        "contact must be a sciad.rigid.ContactModel",
+    ),
+    # actuators
+    (
+        "rigid actuator dof negative",
+        lambda: rigid.JointActuator("a", dof=-1),
+        ValueError,
+        "JointActuator dof must be an int >= 0; got -1",
+    ),
+    (
+        "rigid actuator dof float",
+        lambda: rigid.JointActuator("a", dof=0.0),
+        TypeError,
+        "JointActuator dof must be an int",
+    ),
+    (
+        "rigid actuator joint type",
+        lambda: rigid.JointActuator(0),
+        TypeError,
+        r"JointActuator joint must be a body name \(str\)",
+    ),
+    (
+        "rigid actuator gain nan",
+        lambda: rigid.JointActuator("a", gain=NAN),
+        ValueError,
+        "JointActuator 'a' gain must be finite",
+    ),
+    (
+        "rigid actuator bias vector",
+        lambda: rigid.JointActuator("a", bias_constant=jnp.ones(2)),
+        ValueError,
+        "JointActuator 'a' bias_constant must be a real scalar",
+    ),
+    (
+        "rigid actuator bias complex",
+        lambda: rigid.JointActuator("a", bias_velocity=1j),
+        TypeError,
+        "JointActuator 'a' bias_velocity must be a real number",
+    ),
+    (
+        "rigid actuator ctrl_range order",
+        lambda: rigid.JointActuator.motor("a", ctrl_range=(1.0, -1.0)),
+        ValueError,
+        "JointActuator 'a' ctrl_range must have lower < upper",
+    ),
+    (
+        "rigid actuator ctrl_range shape",
+        lambda: rigid.JointActuator.motor("a", ctrl_range=(1.0,)),
+        ValueError,
+        r"JointActuator 'a' ctrl_range must have shape \(2,\); got shape \(1,\)",
+    ),
+    (
+        "rigid actuator ctrl_range nan",
+        lambda: rigid.JointActuator.motor("a", ctrl_range=(NAN, 1.0)),
+        ValueError,
+        "JointActuator 'a' ctrl_range must be finite",
+    ),
+    (
+        "rigid motor gear zero",
+        lambda: rigid.JointActuator.motor("a", gear=0.0),
+        ValueError,
+        "JointActuator.motor gear must be non-zero",
+    ),
+    (
+        "rigid position servo kp negative",
+        lambda: rigid.JointActuator.position("a", kp=-10.0),
+        ValueError,
+        r"JointActuator.position kp must be finite and > 0; got -10.0",
+    ),
+    (
+        "rigid position servo kv negative",
+        lambda: rigid.JointActuator.position("a", kp=10.0, kv=-1.0),
+        ValueError,
+        r"JointActuator.position kv must be finite and >= 0; got -1.0",
+    ),
+    (
+        "rigid velocity servo kv zero",
+        lambda: rigid.JointActuator.velocity("a", kv=0.0),
+        ValueError,
+        r"JointActuator.velocity kv must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid actuator dof out of range",
+        lambda: _with_actuator(rigid.JointActuator.motor("a", dof=1)),
+        ValueError,
+        "dof 1 out of range for HingeJoint with 1 dofs",
+    ),
+    (
+        "rigid actuators item type",
+        lambda: _with(actuators=["a"]),
+        TypeError,
+        "MultiBody actuators must be sciad.rigid.JointActuator",
+    ),
+    # control signals
+    (
+        "rigid interpolated ts unsorted",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0, 2.0, 1.0]), jnp.zeros((3, 1))),
+        ValueError,
+        "InterpolatedControl ts must be strictly increasing",
+    ),
+    (
+        "rigid interpolated ts repeated",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0, 1.0, 1.0]), jnp.zeros((3, 1))),
+        ValueError,
+        "InterpolatedControl ts must be strictly increasing",
+    ),
+    (
+        "rigid interpolated one knot",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0]), jnp.zeros((1, 1))),
+        ValueError,
+        r"ts must have shape \(m,\) with m >= 2",
+    ),
+    (
+        "rigid interpolated ts matrix",
+        lambda: rigid.InterpolatedControl(jnp.zeros((2, 2)), jnp.zeros((2, 1))),
+        ValueError,
+        r"ts must have shape \(m,\) with m >= 2; got \(2, 2\)",
+    ),
+    (
+        "rigid interpolated values length",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0, 1.0]), jnp.zeros((3, 1))),
+        ValueError,
+        r"values must have shape \(m, \.\.\.\) with m = 2 knots; got \(3, 1\)",
+    ),
+    (
+        "rigid interpolated ts nan",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0, NAN]), jnp.zeros((2, 1))),
+        ValueError,
+        "InterpolatedControl.ts must be finite",
+    ),
+    (
+        "rigid interpolated values nan",
+        lambda: rigid.InterpolatedControl(jnp.array([0.0, 1.0]), jnp.array([[0.0], [NAN]])),
+        ValueError,
+        "InterpolatedControl.values must be finite",
+    ),
+    (
+        "rigid constant control nan",
+        lambda: rigid.ConstantControl(jnp.array([NAN])),
+        ValueError,
+        "ConstantControl.value must be finite",
+    ),
+    (
+        "rigid constant control complex",
+        lambda: rigid.ConstantControl(jnp.array([1j])),
+        TypeError,
+        "ConstantControl.value must be real",
+    ),
+    (
+        "rigid control type",
+        lambda: _with(actuators=[rigid.JointActuator.motor("a")], control=jnp.zeros(1)),
+        TypeError,
+        "control must be a sciad.rigid.AbstractControl",
+    ),
+    (
+        "rigid interpolated control shape",
+        lambda: _with(
+            actuators=[rigid.JointActuator.motor("a")],
+            control=rigid.InterpolatedControl(jnp.array([0.0, 1.0]), jnp.zeros((2, 3))),
+        ),
+        ValueError,
+        r"control must return shape \(1,\) \(1 actuators\); got \(3,\)",
+    ),
+    # the multibody
+    (
+        "rigid gravity shape",
+        lambda: _with(gravity=(0.0, -9.81)),
+        ValueError,
+        r"MultiBody gravity must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "rigid gravity nan",
+        lambda: _with(gravity=(0.0, 0.0, NAN)),
+        ValueError,
+        "MultiBody gravity must be finite",
+    ),
+    (
+        "rigid gravity complex",
+        lambda: _with(gravity=jnp.array([0.0, 0.0, -9.81j])),
+        TypeError,
+        "MultiBody gravity must be real",
+    ),
+    (
+        "rigid wrench nan",
+        lambda: _with(wrench=jnp.full((1, 6), NAN)),
+        ValueError,
+        "MultiBody wrench must be finite",
+    ),
+    (
+        "rigid exclude unknown body",
+        lambda: _with(exclude=[("a", "b")]),
+        ValueError,
+        "MultiBody exclude: no body named 'b'",
+    ),
+    (
+        "rigid exclude not a pair",
+        lambda: _with(exclude=["a"]),
+        ValueError,
+        r"MultiBody exclude items must be \(body, body\) pairs",
+    ),
+    (
+        "rigid bodies item type",
+        lambda: rigid.MultiBody([_BALL]),
+        TypeError,
+        "MultiBody bodies must be sciad.rigid.Body; item 0",
+    ),
+    (
+        "rigid no bodies",
+        lambda: rigid.MultiBody([]),
+        ValueError,
+        "MultiBody needs at least one body",
+    ),
+    # states and runs
+    (
+        "rigid state zero quaternion",
+        lambda: _free_state((0.0, 0.0, 0.0, 0.0)),
+        ValueError,
+        r"y0\[0\] \(q\) of body 'f' \(FreeJoint\), q\[0:7\] = .* is off the joint's manifold",
+    ),
+    (
+        "rigid state non-unit quaternion",
+        lambda: _free_state((1.0, 0.0, 0.0, 1.0)),
+        ValueError,
+        "quaternions must have unit length",
+    ),
+    (
+        "rigid state v shape",
+        lambda: sciad.simulate(_FREE, (_FREE.default_state()[0], jnp.zeros(7)), dt=0.01, n_steps=1),
+        ValueError,
+        r"y0\[1\] \(v\) must have shape \(6,\)",
+    ),
+    (
+        "rigid dt zero",
+        lambda: sciad.simulate(_ONE_LINK, _ONE_LINK.default_state(), dt=0.0, n_steps=1),
+        ValueError,
+        "dt must be positive",
+    ),
+    (
+        "rigid dt negative",
+        lambda: sciad.simulate(_LIMITED, _LIMITED.default_state(), dt=-1e-3, n_steps=1),
+        ValueError,
+        "dt must be positive",
+    ),
+    (
+        "rigid semi-implicit flag type",
+        lambda: rigid.SemiImplicitEuler(implicit_damping="yes"),
+        TypeError,
+        "SemiImplicitEuler.implicit_damping must be True or False",
+    ),
+    (
+        "rigid contacts under RKMK4",
+        lambda: sciad.simulate(
+            _contact_model(),
+            _contact_model().default_state(),
+            dt=1e-3,
+            n_steps=1,
+            integrator=rigid.RKMK4(),
+        ),
+        ValueError,
+        "RKMK4 cannot run a MultiBody with contacts",
+    ),
+    (
+        "rigid contacts under RK4",
+        lambda: sciad.simulate(
+            _contact_model(),
+            _contact_model().default_state(),
+            dt=1e-3,
+            n_steps=1,
+            integrator=sciad.RK4(),
+        ),
+        ValueError,
+        "no smooth vector field",
+    ),
+]
+
 _MJCF_HINGE = (
     '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="0.1"/></body>'
     "</worldbody>{}</mujoco>"
@@ -265,7 +1085,7 @@ MJCF_CASES = [
 ]
 
 
-CASES = RIGID_CASES + MJCF_CASES
+CASES = RIGID_CASES + VALIDATION_CASES + MJCF_CASES
 
 
 @pytest.mark.parametrize("name", case_names(CASES))

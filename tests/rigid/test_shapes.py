@@ -119,3 +119,29 @@ def rigid_rotate(q, v):
     from sciad._core._geometry import quat_rotate
 
     return quat_rotate(q, v)
+
+
+def test_inradius_is_the_largest_ball_about_the_centre_inside():
+    """Points at 0.999 of the inradius from the centre lie inside the solid, in every
+    direction; at 1.001 of it some do not (the axes hit the nearest face)."""
+    r, h, half = 0.1, 0.15, np.array([0.3, 0.07, 0.2])
+    solids = [
+        (rigid.Sphere(r), lambda x, y, z: x**2 + y**2 + z**2 <= r**2),
+        (
+            rigid.Box(jnp.asarray(half)),
+            lambda x, y, z: (abs(x) <= half[0]) & (abs(y) <= half[1]) & (abs(z) <= half[2]),
+        ),
+        (rigid.Capsule(r, h), lambda x, y, z: x**2 + y**2 + (z - np.clip(z, -h, h)) ** 2 <= r**2),
+        (rigid.Cylinder(r, h), lambda x, y, z: (x**2 + y**2 <= r**2) & (abs(z) <= h)),
+        (rigid.Cylinder(0.3, 0.05), lambda x, y, z: (x**2 + y**2 <= 0.09) & (abs(z) <= 0.05)),
+    ]
+    rng = np.random.default_rng(0)
+    dirs = rng.normal(size=(4000, 3))
+    dirs = np.concatenate(
+        [dirs / np.linalg.norm(dirs, axis=1, keepdims=True), np.eye(3), -np.eye(3)]
+    )
+    for shape, inside in solids:
+        rho = float(shape.inradius())
+        assert np.all(inside(*(0.999 * rho * dirs).T)), shape
+        assert not np.all(inside(*(1.001 * rho * dirs).T)), shape
+    assert float(rigid.Plane().inradius()) == np.inf
