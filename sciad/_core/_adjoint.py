@@ -82,7 +82,7 @@ class CheckpointAdjoint(AbstractAdjoint):
     levels: int = eqx.field(default=2, static=True)
 
     def __check_init__(self):
-        if not isinstance(self.levels, int) or self.levels < 1:
+        if isinstance(self.levels, bool) or not isinstance(self.levels, int) or self.levels < 1:
             raise ValueError(
                 f"CheckpointAdjoint(levels=...) must be an int >= 1, got {self.levels!r}."
             )

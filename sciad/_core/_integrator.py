@@ -5,10 +5,13 @@ from typing import ClassVar
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-from ._model import AbstractModel, AbstractSeparableModel
+from ._model import _shape_key, AbstractModel, AbstractSeparableModel
 from ._results import RESULTS
 from ._types import Anything, RealScalarLike, State
+from ._validate import is_concrete
 
 
 def _axpy(y: State, a: Anything, x: State) -> State:
@@ -66,6 +69,74 @@ class AbstractIntegrator(eqx.Module):
         """Raise a precise error, before tracing, if this integrator cannot run `model`
         (beyond `requires_separable`). Default: nothing to check."""
 
+    def check_resume(
+        self, model: AbstractModel, t0: RealScalarLike, y0: State, state: Anything
+    ) -> Anything:
+        """Check that `state`, passed to `simulate(..., integrator_state=state)`, belongs
+        to `(model, t0, y0)`; returns `state` (with a run-time check attached when it is
+        traced).
+
+        The default checks that `state` has the structure, shapes and dtypes of
+        `init(model, t0, y0)` (`ValueError` otherwise). Integrators whose state caches
+        something computed from `(model, t, y)` also compare the cache with a fresh one
+        ([`check_cache`][sciad.AbstractIntegrator.check_cache]), as the splitting
+        integrators do for their force: a state from another point, or from a model with
+        other parameters, would silently step with a stale force.
+
+        **Arguments:** `model`, `t0`, `y0`: the run about to start; `state`: the state.
+
+        **Returns:** `state`.
+        """
+        check_state_structure(self, model, t0, y0, state)
+        return state
+
+    def check_cache(
+        self, model: AbstractModel, t0: RealScalarLike, y0: State, state: Anything
+    ) -> Anything:
+        """`state` after comparing its float leaves with those of
+        `refresh(model, t0, y0, state)` to within round-off (√ε relative to the largest
+        entry): a `ValueError` when everything is concrete, an `eqx.error_if` when traced.
+        For integrators whose `refresh` recomputes the cache and keeps the rest.
+
+        **Arguments:** as [`check_resume`][sciad.AbstractIntegrator.check_resume].
+
+        **Returns:** `state`.
+        """
+        fresh = _refreshed(self, model, t0, y0, state)
+        pairs = [
+            (a, b)
+            for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(fresh), strict=True)
+            if eqx.is_inexact_array(a)
+        ]
+        if not pairs:
+            return state
+        diff = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in pairs]))
+        size = jnp.max(jnp.stack([jnp.max(jnp.maximum(jnp.abs(a), jnp.abs(b))) for a, b in pairs]))
+        tol = float(np.sqrt(jnp.finfo(pairs[0][0].dtype).eps))
+        stale = ~(diff <= tol * size)
+        name = type(self).__name__
+        if not is_concrete(stale):
+            floats, rest = eqx.partition(state, eqx.is_inexact_array)
+            floats = eqx.error_if(
+                floats,
+                stale,
+                f"integrator_state does not belong to this model, t0 and y0 (its cache "
+                f"differs from {name}.refresh(model, t0, y0, state)); resume from the state "
+                "of the run that ended there, or pass integrator.refresh(model, t0, y0, state).",
+            )
+            return eqx.combine(floats, rest)
+        if bool(stale):
+            raise ValueError(
+                f"integrator_state does not belong to this model, t0 and y0: its cached "
+                f"values differ from {name}.refresh(model, t0, y0, state) by "
+                f"{float(diff):.3g} (largest entry {float(size):.3g}), beyond round-off. "
+                "Resuming with it would step with a stale cache (a force from another "
+                "point or other parameters). Pass the integrator_state of the run that "
+                "ended at (t0, y0), or integrator.refresh(model, t0, y0, state) to "
+                "recompute it (e.g. after changing parameters)."
+            )
+        return state
+
     def check_every_step(self, model: AbstractModel) -> bool:
         """Whether `simulate` checks the state for non-finite values after every step.
         Default `False`: once per block of about 32 steps, replaying the block on
@@ -93,6 +164,50 @@ class AbstractIntegrator(eqx.Module):
         non-finite check) and raises it with `throw=True`.
         """
         return RESULTS.successful
+
+
+@eqx.filter_jit
+def _refreshed(
+    integrator: Anything, model: Anything, t: Anything, y: Anything, state: Anything
+) -> Anything:
+    return integrator.refresh(model, t, y, state)
+
+
+# The expected state structure per (integrator, model, y0, t0) structure: `eval_shape` of
+# `init` traces the model, as costly as a small run.
+_STRUCTURES: dict = {}
+
+
+def check_state_structure(
+    integrator: AbstractIntegrator, model: AbstractModel, t0: Anything, y0: State, state: Anything
+) -> None:
+    """`ValueError` unless `state` has the structure, shapes and dtypes of
+    `integrator.init(model, t0, y0)`."""
+    key = _shape_key((integrator, model, t0, y0))
+    want = None if key is None else _STRUCTURES.get(key)
+    if want is None:
+        want = jax.eval_shape(integrator.init, model, t0, y0)
+        if key is not None:
+            if len(_STRUCTURES) > 1024:
+                _STRUCTURES.clear()
+            _STRUCTURES[key] = want
+    name = type(integrator).__name__
+    got_def, want_def = jax.tree.structure(state), jax.tree.structure(want)
+    if got_def != want_def:
+        raise ValueError(
+            f"integrator_state has structure {got_def}, but {name}.init(model, t0, y0) "
+            f"has structure {want_def}: it is the state of another integrator or model."
+        )
+    for (path, a), b in zip(
+        jax.tree_util.tree_flatten_with_path(state)[0], jax.tree.leaves(want), strict=True
+    ):
+        if jnp.shape(a) != b.shape or jnp.result_type(a) != b.dtype:
+            raise ValueError(
+                f"integrator_state{jax.tree_util.keystr(path)} has shape {jnp.shape(a)} and "
+                f"dtype {jnp.result_type(a)}, but {name}.init(model, t0, y0) gives shape "
+                f"{b.shape} and dtype {b.dtype}: it is the state of another integrator, "
+                "model or state size."
+            )
 
 
 class AbstractSplittingIntegrator(AbstractIntegrator):
@@ -130,6 +245,13 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
         """The cached force F(t0, q0)."""
         assert isinstance(model, AbstractSeparableModel)
         return model.force(t0, y0[0])
+
+    def check_resume(
+        self, model: AbstractModel, t0: RealScalarLike, y0: State, state: Anything
+    ) -> Anything:
+        """The state is the cached force F(t0, q0): compare it with a fresh one."""
+        check_state_structure(self, model, t0, y0, state)
+        return self.check_cache(model, t0, y0, state)
 
     def step(
         self,

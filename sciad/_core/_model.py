@@ -20,7 +20,8 @@ class AbstractModel(eqx.Module):
     Subclasses implement [`vector_field`][sciad.AbstractModel.vector_field] and may
     override [`check_state`][sciad.AbstractModel.check_state] to give precise errors
     for a malformed initial state. Set the class variable `stiff = True` on stiff
-    systems so that `sciad.ode.solve` picks an implicit solver.
+    systems so that `sciad.ode.solve` picks an implicit solver, and
+    `supports_complex = True` on models written for complex states.
 
     **Example:**
 
@@ -36,6 +37,10 @@ class AbstractModel(eqx.Module):
     """
 
     stiff: ClassVar[bool] = False
+    #: Whether the model's states may be complex. `False` by default: a complex state
+    #: would run through real-valued dynamics (and gradients) as if real, so
+    #: `simulate` refuses it unless the model sets this to `True`.
+    supports_complex: ClassVar[bool] = False
 
     @abc.abstractmethod
     def vector_field(self, t: RealScalarLike, y: State) -> State:

@@ -1,5 +1,7 @@
 """`simulate`: the single fixed-step entry point for every pillar."""
 
+import inspect
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -7,6 +9,7 @@ import numpy as np
 
 from ._adjoint import _scan, AbstractAdjoint, CheckpointAdjoint
 from ._batching import lazy_cond, tree_where
+from ._clock import StepClock
 from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
 from ._model import AbstractModel, AbstractSeparableModel
 from ._results import RESULTS
@@ -15,6 +18,7 @@ from ._types import Anything, RealScalarLike, State
 from ._validate import (
     as_time,
     check_model,
+    check_real,
     check_scalar,
     check_state,
     float_dtype,
@@ -62,7 +66,7 @@ def _count_steps(t0: Anything, t1: Anything, n_steps: Anything, dt: Anything) ->
             )
         if n_steps < 0:
             raise ValueError(f"n_steps must be >= 0, got {n_steps}.")
-        return int(n_steps)
+        return _check_count(int(n_steps))
     if not (is_concrete(t0) and is_concrete(t1) and is_concrete(dt)):
         raise ValueError(
             "t1 fixes the number of steps, so t0, t1 and dt must be concrete values, "
@@ -78,7 +82,53 @@ def _count_steps(t0: Anything, t1: Anything, n_steps: Anything, dt: Anything) ->
             f"(t1 - t0) / dt = {n} is not a whole number of steps; "
             "choose dt to divide t1 - t0, or pass n_steps."
         )
-    return k
+    return _check_count(k)
+
+
+def _check_count(n: int) -> int:
+    """The step counter is an int32: refuse runs it cannot count."""
+    if n > _MAX_STEPS:
+        raise ValueError(
+            f"a run of {n} steps is longer than the int32 step counter allows "
+            f"({_MAX_STEPS}); split it into runs resumed with integrator_state."
+        )
+    return n
+
+
+_MAX_STEPS = 2**31 - 2  # the counter reaches n + 1 nowhere, n everywhere
+
+
+def _check_call_args(model: AbstractModel, y0: State, saveat: SaveAt, throw: Anything) -> None:
+    """Refuse, before tracing, a state mixing float dtypes, a non-bool `throw`, and a
+    `SaveAt.fn` that cannot be called as `fn(t, y, model)`."""
+    if not isinstance(throw, (bool, np.bool_)):
+        raise TypeError(f"throw must be True or False, got {throw!r}.")
+    dtypes = sorted({str(jnp.result_type(x)) for x in jax.tree.leaves(y0)})
+    if len(dtypes) > 1:
+        raise TypeError(
+            f"y0 mixes the dtypes {', '.join(dtypes)}; every leaf of a state must have "
+            "one floating dtype (the time dtype follows it). Cast them to one."
+        )
+    try:
+        inspect.signature(saveat.fn).bind(0.0, y0, model)
+    except TypeError as e:
+        raise TypeError(
+            f"SaveAt.fn must be callable as fn(t, y, model); "
+            f"{getattr(saveat.fn, '__name__', saveat.fn)!r} cannot be: {e}"
+        ) from e
+    except ValueError:  # no signature to inspect (a builtin): let it run
+        pass
+
+
+def _saved(out: Anything) -> Anything:
+    """`SaveAt.fn`'s output, which must be a PyTree of arrays (checked while tracing)."""
+    bad = [x for x in jax.tree.leaves(out) if not eqx.is_array_like(x) or isinstance(x, str)]
+    if bad:
+        raise TypeError(
+            f"SaveAt.fn must return a PyTree of arrays; it returned {bad[0]!r} "
+            f"({type(bad[0]).__name__})."
+        )
+    return out
 
 
 def _save_indices(saveat: SaveAt, t0: Anything, dt: Anything, n: int) -> np.ndarray:
@@ -86,9 +136,15 @@ def _save_indices(saveat: SaveAt, t0: Anything, dt: Anything, n: int) -> np.ndar
     idx = []
     if saveat.t0:
         idx.append(0)
-    if saveat.t1:
+    if saveat.t1 or not (saveat.t0 or saveat.steps is not None or saveat.ts is not None):
         idx.append(n)
     if saveat.steps is not None:
+        if saveat.steps > n:
+            raise ValueError(
+                f"SaveAt(steps={saveat.steps}) saves every {saveat.steps} steps, but the run "
+                f"has only {n} steps: it would save nothing. Use steps <= {n}, or "
+                "SaveAt(t1=True) for the final state."
+            )
         idx.extend(range(saveat.steps, n + 1, saveat.steps))
     if saveat.ts is not None:
         if not (is_concrete(saveat.ts) and is_concrete(t0) and is_concrete(dt)):
@@ -96,9 +152,12 @@ def _save_indices(saveat: SaveAt, t0: Anything, dt: Anything, n: int) -> np.ndar
                 "SaveAt(ts=...) needs concrete ts, t0 and dt to place the saves on the "
                 "step grid; use SaveAt(steps=k) under tracing."
             )
+        check_real(saveat.ts, "SaveAt.ts")
         ts = np.asarray(saveat.ts, dtype=np.float64)
         if ts.ndim != 1 or ts.size == 0:
             raise ValueError(f"SaveAt.ts must be a non-empty 1-D array; got shape {ts.shape}.")
+        if not np.all(np.isfinite(ts)):
+            raise ValueError(f"SaveAt.ts must be finite; got {ts[~np.isfinite(ts)][0]}.")
         if np.any(np.diff(ts) <= 0):
             raise ValueError("SaveAt.ts must be strictly increasing.")
         t0f, dtf = to_float(t0), to_float(dt)
@@ -159,7 +218,16 @@ def simulate(
       With `False` the code is returned in `Trajectory.result`.
     - `integrator_state`: resume from a previous `Trajectory.integrator_state`. It holds
       caches computed with the model that ran (a force): to continue with changed
-      parameters, pass `integrator.refresh(model, t0, y0, state)` instead.
+      parameters, pass `integrator.refresh(model, t0, y0, state)` instead. It is checked
+      against `(model, t0, y0)` (`AbstractIntegrator.check_resume`): a state of another
+      structure, or a cached force from another point or other parameters, is refused.
+
+    Step times are t0 + k·dt computed from the step counter and rounded once to the
+    state's dtype (see `StepClock`), so they do not drift however long the run, in
+    float32 too; a `dt` below the time dtype's resolution somewhere in [t0, t1]
+    (t + dt == t) is refused. A resumed run counts its clock from `t0 = t1`, so a
+    time-dependent model resumes bit for bit where t1 is exact (a dyadic `dt`) and to
+    within one rounding of t1 otherwise.
 
     **Returns:** a `sciad.Trajectory`.
 
@@ -187,10 +255,17 @@ def simulate(
             f"saveat must be a sciad.SaveAt; got {type(saveat).__name__}. "
             "diffrax.SaveAt belongs to sciad.ode.solve."
         )
+    if isinstance(y0, list) and y0 and all(isinstance(x, (int, float)) for x in y0):
+        raise TypeError(
+            f"y0 is a list of numbers ({y0!r}); pass an array such as jnp.array({y0!r})."
+        )
     y0 = check_state(model, y0)
+    _check_call_args(model, y0, saveat, throw)
     # Step counts and save indices come from the raw arguments: a Python float
     # stays concrete under tracing, an array made from it inside jit does not.
     for name, x in (("t0", t0), ("dt", dt), ("t1", t1)):
+        if x is None and name != "t1" or isinstance(x, (str, bytes)):
+            raise TypeError(f"{name} must be a real scalar; got {x!r}.")
         if x is not None:
             check_scalar(x, name)
     if is_concrete(dt) and not to_float(dt) > 0:
@@ -202,8 +277,12 @@ def simulate(
         raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}.")
     saves = _save_indices(saveat, t0, dt, n)
     tdtype = float_dtype(y0)
-    t0 = as_time(t0, tdtype, "t0")
+    clock = StepClock.create(t0, dt, tdtype, n).checked(dt, n)
     dt = as_time(dt, tdtype, "dt")
+    if integrator_state is not None:
+        integrator_state = integrator.check_resume(
+            model, clock(jnp.asarray(0, jnp.int32)), y0, integrator_state
+        )
     n_run = n if max_steps is None else min(n, int(max_steps))
     kept = tuple(int(i) for i in saves if i <= n_run)
     if not is_concrete(dt):
@@ -211,7 +290,7 @@ def simulate(
     traj = _run(
         model,
         y0,
-        t0,
+        clock,
         dt,
         integrator_state,
         integrator,
@@ -274,23 +353,22 @@ def block_length(n: int, every: int = CHECK_EVERY) -> int:
 
 @eqx.filter_jit
 def _run(
-    model, y0, t0, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total
+    model, y0, clock, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total
 ) -> Trajectory:
+    t0 = clock(jnp.asarray(0, jnp.int32))
     if istate is None:
         istate = integrator.init(model, t0, y0)
     every = 1 if integrator.check_every_step(model) else CHECK_EVERY
 
     def step(c):
+        """One step; the new time comes from the step counter (exact, see StepClock)."""
         y, s, t, k = c
         y, s = _one_step(integrator, model, t, dt, y, s)
-        return y, s, t + dt, k
-
-    def count(c, n):
-        return c[:3] + (c[3] + n,)
+        return y, s, clock(k + 1), k + 1
 
     def masked_step(cr):
         c, remaining = cr
-        return tree_where(remaining > 0, count(step(c), 1), c), remaining - 1
+        return tree_where(remaining > 0, step(c), c), remaining - 1
 
     def check(c, good, bad):
         """One finiteness check: keep a snapshot of the last finite state."""
@@ -299,8 +377,7 @@ def _run(
 
     def advance(ce, stepper, length):
         """`length` iterations of `stepper` on (carry, extra), without checks."""
-        c, extra = _scan(stepper, ce, length)
-        return (count(c, length) if extra is None else c), extra
+        return _scan(stepper, ce, length)
 
     def checked(stepper, length):
         """`length` steps, then one finiteness check that updates the snapshot."""
@@ -327,7 +404,7 @@ def _run(
 
     def save(x):
         c = x[0]
-        return c[2], fn(c[2], c[0], integrator.model_at(model, c[1]))
+        return c[2], _saved(fn(c[2], c[0], integrator.model_at(model, c[1])))
 
     c0 = (y0, istate, t0, jnp.asarray(0, jnp.int32))
     x = (c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
@@ -405,7 +482,7 @@ def _run(
         # of a vmapped run (a third more steps for a 195-step run), bad or not.
         first_bad = lazy_cond(
             bad,
-            lambda: _first_bad_step(lambda c: count(step(c), 1), good, min(MAX_BLOCK, n_run)),
+            lambda: _first_bad_step(step, good, min(MAX_BLOCK, n_run)),
             lambda: jnp.asarray(-1, jnp.int32),
         )
     result = RESULTS.where(bad, RESULTS.nonfinite_state, integrator.status(istate))

@@ -49,8 +49,15 @@ class SaveAt(eqx.Module):
     fn: Callable = eqx.field(default=save_state, static=True)
 
     def __check_init__(self):
+        for name in ("t0", "t1"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(
+                    f"SaveAt({name}=...) must be True or False, got {getattr(self, name)!r}."
+                )
         if self.steps is not None and (
-            not isinstance(self.steps, (int, np.integer)) or self.steps < 1
+            isinstance(self.steps, bool)
+            or not isinstance(self.steps, (int, np.integer))
+            or self.steps < 1
         ):
             raise ValueError(f"SaveAt(steps=...) must be a positive int, got {self.steps!r}.")
         if not callable(self.fn):
@@ -69,7 +76,8 @@ class Trajectory(eqx.Module):
     - `y1`: the final state.
     - `integrator_state`: what the integrator carries between steps; pass it to
       `simulate(..., integrator_state=...)` with `y0=y1`, `t0=t1` to continue the
-      run bit for bit.
+      run bit for bit (a time-dependent model: where `t1` is exact, else to within
+      the rounding of `t1`).
     - `result`: a `sciad.RESULTS` code.
     - `stats`: for `simulate`, `num_steps` (steps taken) and `first_nonfinite_step`
       (1-based step whose result was first non-finite, or -1); for `sciad.ode.solve`,

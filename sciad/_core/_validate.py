@@ -58,6 +58,13 @@ def check_state(model: AbstractModel, y0: Anything, name: str = "y0") -> State:
                 f"{_path(name, path)} has dtype {dtype}; states must be floating "
                 f"point. Use e.g. jnp.asarray({name}, dtype=float)."
             )
+        if jnp.issubdtype(dtype, jnp.complexfloating) and not model.supports_complex:
+            raise TypeError(
+                f"{_path(name, path)} has complex dtype {dtype}, but "
+                f"{type(model).__name__} does not support complex states (its "
+                "`supports_complex` is False): it would run as if real. Split the state "
+                "into real and imaginary parts."
+            )
     y0 = jax.tree.map(jnp.asarray, y0)
     check_finite(y0, name)
     model.check_state(y0)
