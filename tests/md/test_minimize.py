@@ -311,8 +311,11 @@ def test_result_codes_max_steps_and_nonfinite():
     with pytest.raises(eqx.EquinoxRuntimeError, match="max_steps"):
         md.minimize(system, q0, max_steps=3)
     clash = q0.at[1].set(q0[0])  # two atoms on top of each other: infinite energy
-    bad = md.minimize(system, clash, max_steps=3, throw=False)
+    with pytest.raises(ValueError, match="q0: particles 0 and 1 are at the same point"):
+        md.minimize(system, clash, max_steps=3, throw=False)  # concrete: refused up front
+    # Traced positions can only be seen at run time: a result code, or an error.
+    bad = jax.jit(lambda q: md.minimize(system, q, max_steps=3, throw=False))(clash)
     assert bad.result == sciad.RESULTS.nonfinite_state
     assert int(bad.num_steps) == 0  # FIRE stops at the first non-finite energy
     with pytest.raises(eqx.EquinoxRuntimeError, match="non-finite"):
-        md.minimize(system, clash, max_steps=3)
+        eqx.filter_jit(lambda q: md.minimize(system, q, max_steps=3).energy)(clash)

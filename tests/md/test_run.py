@@ -52,6 +52,16 @@ def test_overflow_is_reported_not_hidden(system_and_state):
     assert traj.result == sciad.RESULTS.neighbor_overflow
     with pytest.raises(Exception, match="neighbour list overflowed"):
         run(system, y0, integ, n=10)
+    # Saved observables see the list during the run; the overflow stays a result code.
+    saveat = sciad.SaveAt(steps=5, fn=lambda t, y, m: m.potential_energy(y[0]))
+    saved = sciad.simulate(
+        system, y0, dt=0.005, n_steps=10, integrator=integ, saveat=saveat, throw=False
+    )
+    assert saved.result == sciad.RESULTS.neighbor_overflow and saved.ys.shape == (2,)
+    # After the run the overflowed list inside the system refuses to give an energy.
+    after = integ.model_at(system, traj.integrator_state)
+    with pytest.raises(ValueError, match="MDSystem.neighbors overflowed"):
+        after.potential_energy(traj.y1[0])
 
 
 def test_gradient_matches_all_pairs():

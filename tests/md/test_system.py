@@ -114,3 +114,105 @@ def test_vmap_over_replicas_of_epsilon():
     batched = jax.vmap(lambda e: mean_potential(jnp.stack([1.0, e]), n_steps=50))(eps)
     looped = jnp.stack([mean_potential(jnp.stack([1.0, e]), n_steps=50) for e in eps])
     assert np.allclose(batched, looped, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- bad data at run time
+
+
+def _sparse_list_on_dense():
+    """A list sized on a sparse configuration, built on a dense one: it overflows."""
+    box = md.PeriodicBox(jnp.full(3, 5.0))
+    dense = jnp.asarray(fcc(1, 0.5)[0] + 0.25, jnp.float64)  # 4 atoms, all within 2.0
+    sparse = jnp.array([[0.5, 0.5, 0.5], [3.0, 0.5, 0.5], [0.5, 3.0, 0.5], [0.5, 0.5, 3.0]])
+    builder = md.NeighborListBuilder.create(box, sparse, cutoff=2.0, skin=0.2)
+    system = md.MDSystem(box, md.Truncated(md.LennardJones(1.0, 1.0), 2.0), jnp.ones(4))
+    return system, builder, dense
+
+
+def _with_list(system, nbrs):
+    return eqx.tree_at(lambda s: s.neighbors, system, nbrs, is_leaf=lambda x: x is None)
+
+
+def test_overflowed_list_inside_the_system_never_drops_pairs():
+    system, builder, dense = _sparse_list_on_dense()
+    nbrs = builder.build(system.space, dense)
+    assert bool(nbrs.did_overflow) and int(nbrs.count) == 6 > builder.capacity
+    listed = _with_list(system, nbrs)
+    with pytest.raises(ValueError, match="MDSystem.neighbors overflowed"):
+        listed.potential_energy(dense)  # concrete flag: before tracing
+    energy = eqx.filter_jit(lambda s, q: s.potential_energy(q))
+    with pytest.raises(Exception, match="MDSystem.neighbors overflowed"):
+        jax.block_until_ready(energy(listed, dense))  # traced flag: at run time
+    run = eqx.filter_jit(
+        lambda s, q: sciad.simulate(s, (q, jnp.zeros_like(q)), dt=1e-3, n_steps=3, throw=False)
+    )
+    with pytest.raises(Exception, match="MDSystem.neighbors overflowed"):
+        jax.block_until_ready(run(listed, dense).y1)
+    # A list with room gives the all-pairs energy: 6 pairs at distance a/√2, a = 2.0,
+    # u = 4(r⁻¹² − r⁻⁶) each (independent of sciad's pair code).
+    roomy = md.NeighborListBuilder.create(system.space, dense, cutoff=2.0, skin=0.2)
+    r = float(np.sqrt(2.0))
+    expected = 6 * 4 * (r**-12 - r**-6)
+    assert np.isclose(
+        float(energy(_with_list(system, roomy.build(system.space, dense)), dense)), expected
+    )
+    assert np.isclose(float(system.potential_energy(dense)), expected)
+
+
+def test_coincident_particles_refused_before_and_reported_at_run_time():
+    system = md.MDSystem(md.FreeSpace(), md.LennardJones(1.0, 1.0), masses=jnp.ones(3))
+    q = jnp.array([[0.0, 0.0, 0.0], [1.2, 0.0, 0.0], [1.2, 0.0, 0.0]])
+    y0 = (q, jnp.zeros_like(q))
+    with pytest.raises(ValueError, match="particles 1 and 2 are at the same point"):
+        sciad.simulate(system, y0, dt=0.01, n_steps=2)
+    traj = jax.jit(lambda y: sciad.simulate(system, y, dt=0.01, n_steps=2, throw=False))(y0)
+    assert traj.result == sciad.RESULTS.nonfinite_state
+    assert int(traj.stats["first_nonfinite_step"]) == 1  # the very first step's state
+    # An excluded pair does not interact: allowed, and the energy is that of the other pairs.
+    excluded = md.MDSystem(
+        md.FreeSpace(),
+        md.LennardJones(1.0, 1.0),
+        masses=jnp.ones(3),
+        exclusions=jnp.array([[1, 2]]),
+    )
+    u = 4 * (1.2**-12 - 1.2**-6)
+    assert np.isclose(float(excluded.potential_energy(q)), 2 * u)
+    # Bonded terms alone read no pairs: a collapsed bond is finite (½ k r0²).
+    bond = md.MDSystem(md.FreeSpace(), md.HarmonicBond(jnp.array([[1, 2]]), 3.0, 0.5), jnp.ones(3))
+    assert np.isclose(float(bond.potential_energy(q)), 0.5 * 3.0 * 0.25)
+
+
+def test_species_energy_matches_the_matrix_entries():
+    """Labels index the matrices exactly (no clamping): a hand-summed reference."""
+    sigma = jnp.array([[1.0, 1.1], [1.1, 1.3]])
+    eps = jnp.array([[1.0, 0.5], [0.5, 2.0]])
+    species = jnp.array([0, 1, 1])
+    q = jnp.array([[0.0, 0.0, 0.0], [1.3, 0.0, 0.0], [0.0, 1.5, 0.0]])
+    system = md.MDSystem(md.FreeSpace(), md.LennardJones(sigma, eps), jnp.ones(3), species=species)
+    expected = 0.0
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        a, b = int(species[i]), int(species[j])
+        r = float(np.linalg.norm(q[i] - q[j]))
+        s, e = float(sigma[a, b]), float(eps[a, b])
+        expected += 4 * e * ((s / r) ** 12 - (s / r) ** 6)
+    assert np.isclose(float(system.potential_energy(q)), expected, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"MDSystem.species must lie in \[0, 2\)"):
+        md.MDSystem(md.FreeSpace(), md.LennardJones(sigma, eps), jnp.ones(3), species=species + 1)
+
+
+def test_reweighting_with_an_overflowing_list_raises():
+    """Per-frame lists that overflow are an error at run time, not a truncated energy."""
+    system, builder, dense = _sparse_list_on_dense()
+    frames = jnp.stack([dense, dense + 0.01])
+
+    def fn(s, q):
+        return s.potential_energy(q)
+
+    with pytest.raises(Exception, match="MDSystem.neighbors overflowed"):
+        jax.block_until_ready(
+            md.reweighted_average(system, system, frames, 1.0, fn, builder=builder)[0]
+        )
+    roomy = md.NeighborListBuilder.create(system.space, dense, cutoff=2.0, skin=0.2)
+    got, n_eff = md.reweighted_average(system, system, frames, 1.0, fn, builder=roomy)
+    want, _ = md.reweighted_average(system, system, frames, 1.0, fn)
+    assert np.isclose(float(got), float(want), rtol=1e-12) and np.isclose(float(n_eff), 2.0)
