@@ -10,6 +10,13 @@ from .._core._model import AbstractModel, AbstractSeparableModel
 from .._core._types import FloatScalar, RealScalarLike, State
 
 
+def _check_callable(model: AbstractModel, name: str, signature: str) -> None:
+    """A model's function field must be callable (`TypeError` naming it otherwise)."""
+    f = getattr(model, name)
+    if not callable(f):
+        raise TypeError(f"{type(model).__name__}.{name} must be a function {signature}; got {f!r}.")
+
+
 class HamiltonianSystem(AbstractModel):
     """Hamilton's equations from a scalar H(q, p), derived by autodiff.
 
@@ -36,6 +43,9 @@ class HamiltonianSystem(AbstractModel):
     """
 
     hamiltonian: Callable
+
+    def __check_init__(self):
+        _check_callable(self, "hamiltonian", "H(q, p) -> scalar")
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
         """(∂H/∂p, −∂H/∂q)."""
@@ -72,6 +82,10 @@ class SeparableHamiltonian(AbstractSeparableModel):
 
     kinetic: Callable
     potential: Callable
+
+    def __check_init__(self):
+        _check_callable(self, "kinetic", "T(p) -> scalar")
+        _check_callable(self, "potential", "V(q) -> scalar")
 
     def velocity(self, t: RealScalarLike, p: State) -> State:
         """∂T/∂p."""
@@ -111,6 +125,9 @@ class LagrangianSystem(AbstractModel):
     """
 
     lagrangian: Callable
+
+    def __check_init__(self):
+        _check_callable(self, "lagrangian", "L(q, qdot) -> scalar")
 
     def vector_field(self, t: RealScalarLike, y: State) -> State:
         """(q̇, q̈)."""

@@ -152,6 +152,30 @@ CASES = [
         r"NBody\.masses must have shape \(n,\) with n >= 1",
     ),
     (
+        "Hamiltonian not callable",
+        lambda: sciad.ode.HamiltonianSystem(3.0),
+        TypeError,
+        r"HamiltonianSystem\.hamiltonian must be a function H\(q, p\)",
+    ),
+    (
+        "separable potential not callable",
+        lambda: sciad.ode.SeparableHamiltonian(lambda p: jnp.sum(p**2), None),
+        TypeError,
+        r"SeparableHamiltonian\.potential must be a function V\(q\)",
+    ),
+    (
+        "separable kinetic not callable",
+        lambda: sciad.ode.SeparableHamiltonian(jnp.ones(2), lambda q: jnp.sum(q**2)),
+        TypeError,
+        r"SeparableHamiltonian\.kinetic must be a function T\(p\)",
+    ),
+    (
+        "Lagrangian not callable",
+        lambda: sciad.ode.LagrangianSystem("L"),
+        TypeError,
+        r"LagrangianSystem\.lagrangian must be a function L\(q, qdot\)",
+    ),
+    (
         "parameter is text",
         lambda: sciad.ode.Pendulum(length="long"),
         TypeError,
