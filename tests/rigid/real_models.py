@@ -52,13 +52,15 @@ def _download(dest: Path) -> None:
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         pins = [f"{name}=={version}" for name, version in WHEELS.items()]
         run = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, *pins],
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--retries", "1"]
+            + ["--timeout", "15", "-d", tmp, *pins],
             capture_output=True,
             text=True,
             timeout=600,
         )
         if run.returncode != 0:
-            raise OSError(f"pip download {' '.join(pins)} failed: {run.stderr.strip()[-500:]}")
+            last = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise OSError(f"pip download {' '.join(pins)} failed: {last}")
         out = Path(tmp) / "corpus"
         for wheel in Path(tmp).glob("*.whl"):
             with zipfile.ZipFile(wheel) as z:
@@ -74,6 +76,9 @@ def _download(dest: Path) -> None:
             out.rename(dest)
 
 
+_unavailable: list[str] = []
+
+
 def _root() -> Path:
     """A directory with `gymnasium/...` and `dm_control/...` below it."""
     roots = {p: _installed_root(p) for p in WHEELS}
@@ -82,11 +87,13 @@ def _root() -> Path:
         if gym == dmc:
             return gym  # pyright: ignore[reportReturnType]
     dest = CACHE / "-".join(f"{n}-{v}" for n, v in WHEELS.items())
-    if not dest.is_dir():
+    if not dest.is_dir() and not _unavailable:
         try:
             _download(dest)
         except (OSError, subprocess.SubprocessError) as e:
-            pytest.skip(f"the real-model corpus is not available (offline?): {e}")
+            _unavailable.append(f"the real-model corpus is not available (offline?): {e}")
+    if _unavailable:  # one failed download per process, not one per test
+        pytest.skip(_unavailable[0])
     return dest
 
 

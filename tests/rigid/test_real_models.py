@@ -75,10 +75,10 @@ _RK4 = (
     "difference from MuJoCo's RK4: "
 )
 XFAIL = {
-    "gymnasium/inverted_pendulum": _RK4 + "max |Δqpos| 2.8e-2 before the first limit (step 31)",
-    "gymnasium/reacher": _RK4 + "max |Δqpos| 4.6e-5 before the first limit (step 294)",
-    "gymnasium/walker2d": _RK4 + "max |Δqpos| 1.3e-3 before the first contact (step 68)",
-    "gymnasium/walker2d_v5": _RK4 + "max |Δqpos| 4.9e-4 before the first contact (step 25)",
+    "gymnasium/inverted_pendulum": _RK4 + "max |Δqpos| 2.8e-2 before the first limit (step 32)",
+    "gymnasium/reacher": _RK4 + "max |Δqpos| 4.6e-5 before the first limit (step 295)",
+    "gymnasium/walker2d": _RK4 + "max |Δqpos| 1.3e-3 before the first contact (step 69)",
+    "gymnasium/walker2d_v5": _RK4 + "max |Δqpos| 4.9e-4 before the first contact (step 26)",
     "dm_control/cartpole": _RK4
     + "no limit is ever hit, yet the cart's range switches the integrator; the swing is "
     "chaotic: max |Δqpos| 4.7 by step 590 (with RKMK4 it was 4e-12, chaos floor 2e-10)",
@@ -243,7 +243,8 @@ def test_matches_mujoco(name):
 
     contact, constraint = first(ref["ncon"]), first(ref["nefc"])
     free = N_STEPS if constraint is None else constraint  # steps before the first one
-    report = [f"{name}: first constraint at step {constraint}, first contact at {contact}"]
+    steps = [None if k is None else k + 1 for k in (constraint, contact)]  # 1-based
+    report = [f"{name}: first constraint at step {steps[0]}, first contact at {steps[1]}"]
     for key in ("qpos", "qvel"):
         error = _max_abs(ours[key], ref[key])[:free]
         floor = _floor(_max_abs(moved[key], ref[key]))[:free]
