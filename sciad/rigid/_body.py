@@ -148,7 +148,7 @@ class Body(eqx.Module):
             )
         elif density is not None:
             raise ValueError(f"Body {name!r}: density needs a shape.")
-        inertia = jnp.asarray(inertia)
+        inertia = as_float_array(inertia, f"Body {name!r} inertia")
         if inertia.shape == (3, 3):
             if not is_concrete(inertia):
                 raise ValueError(

@@ -375,6 +375,18 @@ VALIDATION_CASES = [
         "the inertia tensor must be symmetric",
     ),
     (
+        "rigid body inertia tensor nan",
+        lambda: _body(inertia=jnp.diag(jnp.array([1.0, NAN, 1.0]))),
+        ValueError,
+        r"Body 'a' inertia must be finite",
+    ),
+    (
+        "rigid body inertia tensor shape",
+        lambda: _body(inertia=jnp.eye(2)),
+        ValueError,
+        r"Body 'a' inertia must have shape \(3,\); got shape \(2, 2\)",
+    ),
+    (
         "rigid body pos shape",
         lambda: _body(pos=(0.0, 1.0)),
         ValueError,
