@@ -12,6 +12,7 @@ from .helpers import tree_allclose, tree_equal_bits
 
 PENDULUM = sciad.ode.Pendulum(length=1.0, gravity=9.81, damping=0.1)
 Y0 = jnp.array([1.0, 0.0])
+KEPLER_MODEL = sciad.ode.Kepler(mu=1.0)
 
 
 class Blowup(sciad.AbstractModel):
@@ -364,3 +365,57 @@ def test_step_is_traced_once():
         jax.make_jaxpr(lambda y, m=model, n=n: sciad.simulate(m, y, dt=0.01, n_steps=n).y1)(Y0)
         # One call from the state check (an `eval_shape`), four from RK4's one trace.
         assert len(calls) == 1 + 4
+
+
+def test_resume_checks_the_integrator_state():
+    """A cached force from another point, or from other parameters, is refused (a stale
+    force would be used silently); `refresh` makes a valid state; exact resume passes."""
+    model, integ = sciad.ode.Kepler(mu=1.0), sciad.VelocityVerlet()
+    y0 = model.initial_state(eccentricity=0.5)
+    run = sciad.simulate(model, y0, dt=0.01, n_steps=50, integrator=integ)
+    kw = dict(dt=0.01, n_steps=20, integrator=integ)
+    with pytest.raises(ValueError, match=r"does not belong .* integrator.refresh"):
+        sciad.simulate(model, y0, integrator_state=run.integrator_state, **kw)
+    heavier = sciad.ode.Kepler(mu=2.0)
+    with pytest.raises(ValueError, match="stale cache"):
+        sciad.simulate(heavier, run.y1, t0=run.t1, integrator_state=run.integrator_state, **kw)
+    fresh = integ.refresh(heavier, run.t1, run.y1, run.integrator_state)
+    resumed = sciad.simulate(heavier, run.y1, t0=run.t1, integrator_state=fresh, **kw)
+    restart = sciad.simulate(heavier, run.y1, t0=run.t1, **kw)
+    assert tree_equal_bits(resumed.y1, restart.y1)
+
+    @jax.jit
+    def traced(y, state):
+        return sciad.simulate(model, y, integrator_state=state, **kw).y1
+
+    ok = traced(run.y1, run.integrator_state)  # the right state passes when traced
+    assert tree_equal_bits(ok, sciad.simulate(model, run.y1, **kw).y1)
+    with pytest.raises(Exception, match="does not belong to this model, t0 and y0"):
+        jax.block_until_ready(traced(y0, run.integrator_state))
+
+
+def test_complex_state_is_refused():
+    """A complex state would run through real dynamics as if real. (Through `simulate`
+    the suite's jaxtyping hook refuses it first; the bad-input suite checks sciad's own
+    message there. No model sets `supports_complex` yet, and the state annotations are
+    real, so the opt-in is not exercised.)"""
+    from sciad._core._validate import check_state
+
+    z0 = jnp.array([1.0 + 0j, 0.5j])
+    with pytest.raises(TypeError, match=r"y0 has complex dtype complex128, but Pendulum"):
+        check_state(PENDULUM, z0)
+    with pytest.raises(TypeError, match=r"y0\[0\] has complex dtype complex64"):
+        check_state(KEPLER_MODEL, (jnp.zeros(2, jnp.complex64), jnp.zeros(2, jnp.complex64)))
+
+
+def test_saveat_steps_beyond_the_run_is_refused_and_empty_saveat_saves_t1():
+    with pytest.raises(ValueError, match=r"SaveAt\(steps=11\).* only 10 steps"):
+        sciad.simulate(PENDULUM, Y0, dt=0.01, n_steps=10, saveat=sciad.SaveAt(steps=11))
+    every = sciad.simulate(PENDULUM, Y0, dt=0.01, n_steps=10, saveat=sciad.SaveAt(steps=10))
+    empty = sciad.simulate(PENDULUM, Y0, dt=0.01, n_steps=10, saveat=sciad.SaveAt())
+    assert tree_equal_bits((empty.ts, empty.ys), (every.ts, every.ys))
+    # past max_steps: padded and reported, not silent
+    stopped = sciad.simulate(
+        PENDULUM, Y0, dt=0.01, n_steps=10, max_steps=5, saveat=sciad.SaveAt(steps=10), throw=False
+    )
+    assert stopped.result == sciad.RESULTS.max_steps_reached and np.isinf(stopped.ts[0])
