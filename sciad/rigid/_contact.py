@@ -56,6 +56,15 @@ class Geom(eqx.Module):
       normal velocity after an impact is −e times the one before, for a hard contact.
     - `contype`, `conaffinity`: MuJoCo's collision bitmasks (integers).
     - `name`: an optional name, used in error messages.
+    - `time_constant`, `softness`: this geom's own τ and ε (> 0) for its contacts;
+      `None` (default): the model's [`ContactModel`][sciad.rigid.ContactModel]'s. A
+      pair mixes its two geoms' values as MuJoCo mixes `solref` and `solimp` (equal
+      `solmix`): the mean τ, and the ε of the mean impedance d = 1/(1 + ε).
+    - `margin` (length, ≥ 0): a pair acts when its distance is below the sum of its
+      geoms' margins, as MuJoCo's `margin` (MuJoCo 4 sums a pair's margins): a body
+      rests about that far from what it stands on. Only for pairs whose separated
+      distance is exact: planes, spheres and capsules with each other, and boxes
+      against planes.
 
     **Example:**
 
@@ -74,6 +83,9 @@ class Geom(eqx.Module):
     contype: int = eqx.field(static=True)
     conaffinity: int = eqx.field(static=True)
     name: str | None = eqx.field(static=True)
+    time_constant: FloatScalar | None
+    softness: FloatScalar | None
+    margin: FloatScalar
 
     def __init__(
         self,
@@ -87,6 +99,9 @@ class Geom(eqx.Module):
         contype: int = 1,
         conaffinity: int = 1,
         name: str | None = None,
+        time_constant: ScalarLike | None = None,
+        softness: ScalarLike | None = None,
+        margin: ScalarLike = 0.0,
     ):
         if not isinstance(shape, AbstractShape):
             raise TypeError(
@@ -110,6 +125,13 @@ class Geom(eqx.Module):
         self.contype = check_int(contype, f"{label} contype", minimum=0)
         self.conaffinity = check_int(conaffinity, f"{label} conaffinity", minimum=0)
         self.name = name
+        for field, x in (("time_constant", time_constant), ("softness", softness)):
+            if x is not None:
+                check_positive(x, f"{label} {field}")
+        self.time_constant = None if time_constant is None else jnp.asarray(time_constant)
+        self.softness = None if softness is None else jnp.asarray(softness)
+        check_positive(margin, f"{label} margin", zero_ok=True)
+        self.margin = jnp.asarray(margin)
 
 
 class ContactModel(eqx.Module):
@@ -735,12 +757,14 @@ def contact_pairs(
 class Contacts(NamedTuple):
     """Candidate contact points of a configuration (C of them, a static number).
 
-    `dist` (C,) signed distances (negative: penetrating), `normal` (C, 3) unit normals
+    `dist` (C,) signed distances less the pair's margin (negative: penetrating
+    or within the margin, where the contact acts), `normal` (C, 3) unit normals
     from body `body_a` to body `body_b` (world frame), `point` (C, 3) contact points,
     `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
     point carries (1, except where a capsule–capsule pair hands over between its
-    closest point and its end points as the axes turn parallel), and the static body
-    indices `body_a`, `body_b` (C,) (−1: the world).
+    closest point and its end points as the axes turn parallel), the pair's
+    `time_constant` and `softness` (C,) (see `Geom`), and the static body indices
+    `body_a`, `body_b` (C,) (−1: the world).
 
     **Example:** `touching = model.contacts(q).dist < 0`
     """
@@ -751,6 +775,8 @@ class Contacts(NamedTuple):
     friction: Float[Array, " C"]
     restitution: Float[Array, " C"]
     weight: Float[Array, " C"]
+    time_constant: Float[Array, " C"]
+    softness: Float[Array, " C"]
     body_a: np.ndarray
     body_b: np.ndarray
 
@@ -780,10 +806,12 @@ def find_contacts(
     pairs: Sequence[tuple[int, int]],
     rot: Array,
     pos: Array,
+    model: ContactModel,
 ) -> Contacts:
     """Every candidate contact point: one batched distance function per pair kind.
 
-    `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world.
+    `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
+    the time constant and softness of geoms that set none.
     """
     dtype = pos.dtype
     gb = np.asarray(geom_body, dtype=np.int64)
@@ -803,25 +831,87 @@ def find_contacts(
         fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
         ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
         eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
+        tau, eps, margin = (
+            jnp.stack(x).astype(dtype)
+            for x in zip(
+                *(_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)),
+                strict=True,
+            )
+        )
         parts.append(
             (
-                pts.dist.reshape(-1),
+                (pts.dist - margin[:, None]).reshape(-1),
                 pts.normal.reshape(-1, 3),
                 pts.point.reshape(-1, 3),
                 jnp.repeat(jnp.maximum(fa, fb), k),
                 jnp.repeat(jnp.maximum(ea, eb), k),
                 weight.reshape(-1),
+                jnp.repeat(tau, k),
+                jnp.repeat(eps, k),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
             )
         )
     cols = list(zip(*parts, strict=True))
-    dist, normal, point, mu, e, weight = (jnp.concatenate(x) for x in cols[:6])
-    ba, bb = (np.concatenate(x) for x in cols[6:])
+    dist, normal, point, mu, e, weight, tau, eps = (jnp.concatenate(x) for x in cols[:8])
+    ba, bb = (np.concatenate(x) for x in cols[8:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, weight, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, tau, eps, ba, bb)
+
+
+# Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
+_EXACT_APART = {
+    (Plane, Sphere),
+    (Plane, Capsule),
+    (Plane, Box),
+    (Sphere, Sphere),
+    (Sphere, Capsule),
+    (Capsule, Capsule),
+}
+
+
+def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> None:
+    """Refuse a margin on a pair whose separated distance is not exact."""
+    for i, j in pairs:
+        a, b = geoms[i], geoms[j]
+        if all(is_concrete(g.margin) and float(g.margin) == 0 for g in (a, b)):
+            continue
+        kinds = (_kind(a.shape), _kind(b.shape))
+        if kinds not in _EXACT_APART:
+            raise ValueError(
+                f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin "
+                f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
+                f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
+                "and capsules with each other, and boxes against planes, do)."
+            )
+
+
+def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array]:
+    """A pair's time constant, softness and margin (see `Geom`): the model's τ
+    and ε when neither geom sets its own, else the mean τ and the ε of the mean
+    impedance d = 1/(1 + ε), as MuJoCo mixes solref and solimp."""
+    if a.time_constant is None and b.time_constant is None:
+        tau = model.time_constant
+    else:
+        tau = (
+            sum(model.time_constant if g.time_constant is None else g.time_constant for g in (a, b))
+            / 2
+        )
+    if a.softness is None and b.softness is None:
+        eps = model.softness
+    else:
+        d = (
+            sum(1 / (1 + (model.softness if g.softness is None else g.softness)) for g in (a, b))
+            / 2
+        )
+        eps = (1 - d) / d
+    return (
+        jnp.asarray(tau),
+        jnp.asarray(eps),
+        a.margin + b.margin,
+    )
 
 
 # A contact deeper than this fraction of the smaller geom's inradius when a run starts
@@ -1125,23 +1215,21 @@ def contact_terms(
     jac: Float[Array, "C 3 nv"],
     minv_jt: Float[Array, "nv C"],
     v: Float[Array, " nv"],
-    model: ContactModel,
     dt: RealScalarLike,
 ) -> tuple[Float[Array, "C 3"], Float[Array, " C"]]:
     """The reference velocities û (C, 3) and the inverse regularisations 1/R (C,)
-    (zero for contacts that do not touch) for a step `dt`. `minv_jt` is M⁻¹ J_nᵀ for
-    the normal rows."""
+    (zero for contacts that do not touch) for a step `dt`, with each contact's time
+    constant (at least two steps) and softness. `minv_jt` is M⁻¹ J_nᵀ for the normal
+    rows."""
     u_pre = jnp.einsum("cij,j->ci", jac, v)
-    push = -c.dist / model.effective_time_constant(dt)
+    push = -c.dist / safe_time_constant(c.time_constant, dt)
     bounce = -c.restitution * u_pre[:, 0]
     slip, _ = _unit(u_pre[:, 1:], jnp.zeros_like(u_pre[:, 1:]))
     # De Saxcé's correction, with the slip before the step: the convex model would
     # otherwise lift a sliding contact at normal speed μ|u_t|.
     u_n = jnp.maximum(push, bounce) - c.friction * slip
     u_ref = jnp.stack([u_n, jnp.zeros_like(u_n), jnp.zeros_like(u_n)], axis=-1)
-    return u_ref, _inverse_regularisation(
-        c.dist < 0, jac[:, 0, :], minv_jt, model.softness, c.weight
-    )
+    return u_ref, _inverse_regularisation(c.dist < 0, jac[:, 0, :], minv_jt, c.softness, c.weight)
 
 
 def _inverse_regularisation(
@@ -1158,15 +1246,16 @@ def limit_terms(
     dist: Float[Array, " L"],
     lim_jac: Float[Array, "L nv"],
     minv_jt: Float[Array, "nv L"],
-    model: ContactModel,
+    time_constant: Float[Array, " L"],
+    softness: Float[Array, " L"],
     dt: RealScalarLike,
 ) -> tuple[Float[Array, " L"], Float[Array, " L"]]:
-    """The hard joint limits' reference velocities û_L = −r/τ (τ the effective time
-    constant for a step `dt`) and inverse regularisations 1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ)
-    (zero for limits that hold, r ≥ 0): the contacts' normal rows without restitution
-    or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
-    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, model.softness, 1.0)
-    return -dist / model.effective_time_constant(dt), inv_r
+    """The hard joint limits' reference velocities û_L = −r/τ (τ per limit, at least
+    two steps `dt`: `safe_time_constant`) and inverse regularisations
+    1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ) (ε per limit; zero for limits that hold, r ≥ 0): the
+    contacts' normal rows without restitution or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
+    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, softness, 1.0)
+    return -dist / safe_time_constant(time_constant, dt), inv_r
 
 
 def body_jacobians(

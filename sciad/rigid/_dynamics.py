@@ -42,9 +42,9 @@ class Frames(NamedTuple):
     passive: Array  # (nv,) joint limit forces
     damping: Array  # (nv,) damping coefficients
     armature: Array  # (nv,)
-    # The hard limits' constraint values (n,) and their derivatives along each joint's
-    # own dofs (nv,); None without hard limits.
-    limits: tuple[Array, Array] | None
+    # The hard limits' constraint values (n,), their derivatives along each joint's own
+    # dofs (nv,), time constants (n,) and softnesses (n,); None without hard limits.
+    limits: tuple[Array, Array, Array, Array] | None
 
 
 class Terms(NamedTuple):
@@ -129,11 +129,12 @@ def map_joints(
     return tuple(assembled)
 
 
-def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, Array] | None]:
+def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, ...] | None]:
     """One pass over the joints: the joint transforms' quaternions (n, 4) and
     translations (n, 3), the body-frame motion subspaces (nv, 6), the joints'
     passive forces, damping and armature (nv,) each; and, if any joint has a hard
-    limit, the limits' constraint values (n,) and derivatives (nv,) (else `None`)."""
+    limit, the limits' constraint values (n,), derivatives (nv,), time constants and
+    softnesses (n,) (else `None`)."""
     limits = bool(mb.limited.size)
 
     def fn(j, qj, vj):
@@ -148,13 +149,17 @@ def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, Arr
         )
         if not limits:
             return out
+        tau, eps = (
+            jnp.asarray(x, qj.dtype)
+            for x in j.limit_parameters(mb.contact.time_constant, mb.contact.softness)
+        )
         if j.hard_limited:
-            return out + j.limit_constraint(qj)
-        return out + AbstractJoint.limit_constraint(j, qj)
+            return out + j.limit_constraint(qj) + (tau, eps)
+        return out + AbstractJoint.limit_constraint(j, qj) + (tau, eps)
 
-    outs = ("b", "b", "v", "v", "v", "v") + (("b", "v") if limits else ())
+    outs = ("b", "b", "v", "v", "v", "v") + (("b", "v", "b", "b") if limits else ())
     out = map_joints(mb, fn, ((q, "q"), (v, "v")), outs)
-    return out[:6], (out[6], out[7]) if limits else None
+    return out[:6], out[6:] if limits else None
 
 
 def compose(mb: Anything, rot_j: Array, r_tree: Array, trans_j: Array) -> tuple[Array, Array]:

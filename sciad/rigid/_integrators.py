@@ -111,7 +111,7 @@ class SemiImplicitEuler(AbstractIntegrator):
             _, jac = mb._contact_jacobian(f, c)
             rhs.append(jac[:, 0, :].T)
         if mb.limited.size:
-            dist, lim_jac = mb._limits(f)
+            dist, lim_jac, lim_tau, lim_eps = mb._limits(f)
             rhs.append(lim_jac.T)
         sol = jax.scipy.linalg.cho_solve(
             jax.scipy.linalg.cho_factor(m), jnp.concatenate(rhs, axis=1)
@@ -119,7 +119,7 @@ class SemiImplicitEuler(AbstractIntegrator):
         v_free = v + dt * sol[:, 0]
         if mb.pairs:
             minv_jn = sol[:, 1 : 1 + jac.shape[0]]
-            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, mb.contact, dt)
+            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, dt)
             mu = c.friction
         else:
             jac, u_ref = jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype)
@@ -127,7 +127,7 @@ class SemiImplicitEuler(AbstractIntegrator):
         limits = None
         if mb.limited.size:
             minv_jl = sol[:, sol.shape[1] - lim_jac.shape[0] :]
-            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, mb.contact, dt))
+            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, lim_tau, lim_eps, dt))
         # Warm start from the current velocity: the previous step's solution.
         v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
         return (mb.integrate_positions(q, dt * v), v), state | ~ok

@@ -29,7 +29,7 @@ from .._core._geometry import (
     safe_norm,
     so3_dexpinv,
 )
-from .._core._types import Anything, FloatScalar
+from .._core._types import Anything, FloatScalar, RealScalarLike
 from .._core._validate import (
     as_float_array,
     check_in_range,
@@ -74,6 +74,17 @@ def _check_range(joint: eqx.Module, rng: Array | None) -> None:
         )
 
 
+def _optional(x: ScalarLike | None) -> Array | None:
+    return None if x is None else jnp.asarray(x)
+
+
+def _check_limit_parameters(joint: eqx.Module) -> None:
+    for name in ("limit_time_constant", "limit_softness"):
+        x = getattr(joint, name)
+        if x is not None:
+            check_positive(x, f"{type(joint).__name__}.{name}")
+
+
 _LIMITS = ("hard", "soft")
 
 
@@ -90,6 +101,10 @@ def _nearer_bound(x: FloatScalar, lo: FloatScalar, hi: FloatScalar) -> tuple[Arr
     negative when violated) and dr/dx (±1). Both sides cannot be violated at once."""
     lower = x - lo <= hi - x
     return jnp.where(lower, x - lo, hi - x), jnp.where(lower, 1.0, -1.0).astype(x.dtype)
+
+
+def _own_or(own: FloatScalar | None, default: RealScalarLike) -> RealScalarLike:
+    return default if own is None else own
 
 
 def _limit_force(
@@ -206,6 +221,14 @@ class AbstractJoint(eqx.Module):
         """
         return jnp.zeros((), q.dtype), jnp.zeros(self.nv, q.dtype)
 
+    def limit_parameters(
+        self, time_constant: RealScalarLike, softness: RealScalarLike
+    ) -> tuple[RealScalarLike, RealScalarLike]:
+        """The hard limit's time constant τ and softness ε: the joint's own where it
+        sets them (`limit_time_constant`, `limit_softness`), else the defaults given
+        (the model's [`ContactModel`][sciad.rigid.ContactModel])."""
+        return time_constant, softness
+
     def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
         """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
         world frame). Zero for joints whose subspace is fixed in the child body."""
@@ -263,6 +286,16 @@ class _AbstractRangeJoint(AbstractJoint):
     limit_stiffness: eqx.AbstractVar[FloatScalar]
     limit_damping: eqx.AbstractVar[FloatScalar]
     limit: eqx.AbstractVar[str]
+    limit_time_constant: eqx.AbstractVar[FloatScalar | None]
+    limit_softness: eqx.AbstractVar[FloatScalar | None]
+
+    def limit_parameters(
+        self, time_constant: RealScalarLike, softness: RealScalarLike
+    ) -> tuple[RealScalarLike, RealScalarLike]:
+        """`limit_time_constant` and `limit_softness`, or the defaults given."""
+        return _own_or(self.limit_time_constant, time_constant), _own_or(
+            self.limit_softness, softness
+        )
 
     def passive_force(self, q: Q, v: V) -> V:
         """The spring −k (q − springref) plus the soft limit force (zero without
@@ -311,6 +344,9 @@ class HingeJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` angles (rad).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness`, `limit_damping`: the soft limit's k (N·m/rad) and d (N·m·s/rad).
+    - `limit_time_constant` (time), `limit_softness` (dimensionless), both > 0: the
+      hard limit's own τ and ε (default `None`: the model's
+      [`ContactModel`][sciad.rigid.ContactModel]'s).
     - `stiffness` (N·m/rad, ≥ 0), `springref` (rad): a torsion spring
       −stiffness·(q − springref) (MuJoCo's joint `stiffness` and `springref`).
 
@@ -327,6 +363,8 @@ class HingeJoint(_AbstractRangeJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
+    limit_time_constant: FloatScalar | None
+    limit_softness: FloatScalar | None
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -340,6 +378,8 @@ class HingeJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
+        limit_time_constant: ScalarLike | None = None,
+        limit_softness: ScalarLike | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
     ):
@@ -353,6 +393,8 @@ class HingeJoint(_AbstractRangeJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
+        self.limit_time_constant = _optional(limit_time_constant)
+        self.limit_softness = _optional(limit_softness)
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -361,6 +403,7 @@ class HingeJoint(_AbstractRangeJoint):
         check_scalar(self.springref, f"{type(self).__name__}.springref")
         _check_range(self, self.range)
         _check_limit(self, self.limit)
+        _check_limit_parameters(self)
 
     def neutral(self) -> Q:
         """q = 0."""
@@ -389,6 +432,8 @@ class SliderJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` (length).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N/m), `limit_damping` (N·s/m), for a soft limit.
+    - `limit_time_constant`, `limit_softness`: the hard limit's own τ and ε (> 0;
+      `None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
     - `stiffness` (N/m, ≥ 0), `springref` (length): a spring −stiffness·(q − springref)
       (MuJoCo's joint `stiffness` and `springref`).
 
@@ -404,6 +449,8 @@ class SliderJoint(_AbstractRangeJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
+    limit_time_constant: FloatScalar | None
+    limit_softness: FloatScalar | None
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -416,6 +463,8 @@ class SliderJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
+        limit_time_constant: ScalarLike | None = None,
+        limit_softness: ScalarLike | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
     ):
@@ -428,12 +477,15 @@ class SliderJoint(_AbstractRangeJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
+        self.limit_time_constant = _optional(limit_time_constant)
+        self.limit_softness = _optional(limit_softness)
 
     def __check_init__(self):
         _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")
         check_scalar(self.springref, f"{type(self).__name__}.springref")
         _check_range(self, self.range)
         _check_limit(self, self.limit)
+        _check_limit_parameters(self)
 
     def neutral(self) -> Q:
         """q = 0."""
@@ -471,6 +523,8 @@ class BallJoint(AbstractJoint):
     - `max_angle`: optional limit angle (rad), in (0, π].
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad), for a soft limit.
+    - `limit_time_constant`, `limit_softness`: the hard limit's own τ and ε (> 0;
+      `None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
 
     **Example:** `sciad.rigid.BallJoint(pos=jnp.array([0.0, 0.0, 0.5]), damping=0.01)`
     """
@@ -482,6 +536,8 @@ class BallJoint(AbstractJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
+    limit_time_constant: FloatScalar | None
+    limit_softness: FloatScalar | None
     nq: ClassVar[int] = 4
     nv: ClassVar[int] = 3
 
@@ -494,6 +550,8 @@ class BallJoint(AbstractJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
+        limit_time_constant: ScalarLike | None = None,
+        limit_softness: ScalarLike | None = None,
     ):
         self.pos = _vec3(pos)
         self.damping = jnp.asarray(damping)
@@ -502,6 +560,8 @@ class BallJoint(AbstractJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
+        self.limit_time_constant = _optional(limit_time_constant)
+        self.limit_softness = _optional(limit_softness)
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -511,6 +571,7 @@ class BallJoint(AbstractJoint):
             check_scalar(self.max_angle, "BallJoint.max_angle")
             check_in_range(self.max_angle, "BallJoint.max_angle", 0.0, np.pi, closed=(False, True))
         _check_limit(self, self.limit)
+        _check_limit_parameters(self)
 
     def neutral(self) -> Q:
         """The identity quaternion."""
@@ -562,6 +623,14 @@ class BallJoint(AbstractJoint):
         violated = nonzero & (over > 0)
         torque = -(self.limit_stiffness * over + self.limit_damping * jnp.dot(v, n)) * n
         return jnp.where(violated, torque, 0.0)
+
+    def limit_parameters(
+        self, time_constant: RealScalarLike, softness: RealScalarLike
+    ) -> tuple[RealScalarLike, RealScalarLike]:
+        """`limit_time_constant` and `limit_softness`, or the defaults given."""
+        return _own_or(self.limit_time_constant, time_constant), _own_or(
+            self.limit_softness, softness
+        )
 
     @property
     def hard_limited(self) -> bool:

@@ -21,7 +21,6 @@ from ._mjcf_elements import (
     convert_geoms,
     convert_joint,
     disabled,
-    hard_limit_time_constant,
     Labels,
     refsafe,
 )
@@ -191,18 +190,6 @@ def _integrator(m: Any, mujoco: Any, constrained: bool) -> AbstractIntegrator:
 # --------------------------------------------------------------------------- conversion
 
 
-def _hard_limit_time_constant(m: Any, mujoco: Any, contact_tau: float | None) -> float | None:
-    """The time constant of the hard limits: the contacts' `contact_tau` (sciad's
-    ContactModel takes one), or without contacts the first limit's that can be hard;
-    `None` when limits are disabled."""
-    if any(disabled(m, mujoco, flag) for flag in ("mjDSBL_CONSTRAINT", "mjDSBL_LIMIT")):
-        return None
-    if contact_tau is not None:
-        return contact_tau
-    taus = (hard_limit_time_constant(m, mujoco, j) for j in range(m.njnt) if m.jnt_limited[j])
-    return next((tau for tau in taus if tau is not None), None)
-
-
 def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     """Convert a compiled MuJoCo model (`mujoco.MjModel`) into a sciad
     [`MultiBody`][sciad.rigid.MultiBody], refusing anything it cannot represent
@@ -222,17 +209,17 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       the last joint; MuJoCo composes a body's joints the same way, each in the frame
       the ones before it moved, so the dynamics are MuJoCo's to round-off. A hinge's or slider's `ref` shifts its coordinate (see
       [`MJCFModel`][sciad.rigid.MJCFModel]). `range` with `limited` becomes the joint's
-      limit (`range`, or `max_angle = range[1]` for a ball joint). MuJoCo imposes limits
-      as solver constraints, and so does sciad (`limit="hard"`, solved with the
-      contacts) when the limit's `solref` is (τ, 1) with the contacts' time constant τ
-      (or, without contacts, the first limit's) and its `solimp` is the default; sciad's constraint model then takes τ and MuJoCo's
-      regularisation (1 − d)/d, d = solimp[1]. MuJoCo's constraints act on
-      accelerations, sciad's on velocities: a limit stops a joint within a step rather
-      than over about τ, so trajectories agree closely until a limit is hit and
-      come to rest at the same place (tested). Other limits become spring-dampers
-      (`limit="soft"`) with MuJoCo's time constant and damping ratio (`solref`, with
-      MuJoCo's `refsafe` clamp τ ≥ 2·timestep) at the dof's effective inertia at
-      `qpos0`: stiffness m_eff/(τζ)², damping 2 m_eff/τ, m_eff = 1/`dof_invweight0`.
+      limit (`range`, or `max_angle = range[1]` for a ball joint), a hard limit as in
+      MuJoCo: a constraint solved with the contacts, never a spring. Each limit takes
+      its own time constant and softness from its `solref` and `solimp`
+      (`limit_time_constant`, `limit_softness`): τ after MuJoCo's `refsafe` clamp
+      τ ≥ 2·timestep, stretched to the decay time of MuJoCo's slowest mode for a
+      damping ratio ζ > 1, and ε = (1 − d)/d with d = solimp[1] (MuJoCo's impedance
+      at full violation; its rise from solimp[0] over `width` is not modelled). MuJoCo's
+      constraints act on accelerations, sciad's on velocities: a limit stops a joint
+      within a step rather than over about τ, so trajectories agree closely until a
+      limit is hit and come to rest near the same place (measured in docs/rigid.md).
+      A negative (direct stiffness and damping) limit `solref` is refused.
     - **actuators** with a joint transmission on a hinge or slider and affine force
       gain·u + bias (`motor`, `position`, `velocity`, `general` without dynamics):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
@@ -253,13 +240,20 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       implicit, the Coriolis forces) explicitly: the same to first order, not to
       round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
       `eulerdamp` disable flags are honoured.
+    - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
+      `friction` (condim 3, or 1: frictionless), each with its own time constant and
+      softness from its `solref` and `solimp` (as for the limits; a pair mixes its
+      two geoms' as MuJoCo does with equal `solmix`) and its `margin` (a pair acts
+      below the sum of its margins apart, as in MuJoCo 4, so a resting body hovers
+      there; for the pairs whose separated distance is exact). A `gap` is refused.
     - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,
       visual assets, keyframes (the initial state is `qpos0`), and solver settings.
 
     Everything else that changes the physics raises one `ValueError` that lists every
     such feature of the model, each naming the element (by its MuJoCo name, or its
-    index when unnamed) and the feature: tendons, equality constraints, flexes, plugins, mocap bodies,
-    gravity compensation, joint stiffness, frictionloss, limit margins, actuators on
+    index when unnamed) and the feature: tendons, equality constraints, flexes, plugins,
+    mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
+    limit margins, contact priorities, condim 4 and 6, unequal solmix, actuators on
     ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
     dynamics (filters, integrators, muscles), force ranges, fluid forces and the
     discrete integrator.
@@ -290,9 +284,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     _check_model(m, mujoco, label)
     colliding = colliding_geoms(m, mujoco)
     ids = colliding[1]
-    # The contacts' time constant (MuJoCo's first colliding geom's), shared by the limits.
+    # The contact model's default time constant (MuJoCo's first colliding geom's; every
+    # geom and limit carries its own).
     contact_tau = refsafe(m, mujoco, float(m.geom_solref[ids[0]][0])) if ids else None
-    hard_tau = _hard_limit_time_constant(m, mujoco, contact_tau)
 
     # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
     # each MuJoCo body's frame in its owner's frame. A body with several joints becomes
@@ -322,7 +316,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         p = int(m.body_parentid[b])
         pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
         first, njnt = int(m.body_jntadr[b]), int(m.body_jntnum[b])
-        joints = [convert_joint(m, mujoco, label, j, hard_tau) for j in range(first, first + njnt)]
+        joints = [convert_joint(m, mujoco, label, j) for j in range(first, first + njnt)]
         if not joints and m.body_mass[b] == 0:
             owner.append(owner[p])
             frame.append((pos, quat))
@@ -376,9 +370,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             f"MJCF model: sciad.rigid cannot represent {n} feature{'s' if n > 1 else ''} of "
             "this model faithfully:\n" + "\n".join(f"  - {b}" for b in label.blockers)
         )
-    # One contact model for contacts and hard limits: the contacts' τ, else the limits'.
-    tau = contact_tau if contact_tau is not None else hard_tau
-    contact = None if tau is None else constraint_model(tau)
+    # The contacts' model (the hard limits carry their own τ and ε).
+    contact = None if contact_tau is None else constraint_model(contact_tau)
     try:
         model = MultiBody(
             bodies,

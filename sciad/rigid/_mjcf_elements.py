@@ -66,8 +66,7 @@ def nonzero(x: Any) -> bool:
     return bool(np.any(np.asarray(x) != 0))
 
 
-_SOLREF = (0.02, 1.0)  # MuJoCo's default solref and solimp (geoms and joint limits)
-_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # MuJoCo's default solimp
 
 
 def refsafe(m: Any, mujoco: Any, tau: float) -> float:
@@ -83,49 +82,35 @@ def constraint_model(tau: float) -> ContactModel:
     return ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
 
 
-def hard_limit_time_constant(m: Any, mujoco: Any, j: int) -> float | None:
-    """The time constant of joint `j`'s limit if sciad's constraint model can take it
-    (solref (τ > 0, dampratio 1) and the default solimp; τ after `refsafe`), else
-    `None`."""
-    tau, zeta = (float(x) for x in m.jnt_solref[j])
-    solimp = np.asarray(m.jnt_solimp[j], dtype=np.float64)
-    if tau > 0 and zeta == 1.0 and np.allclose(solimp, _SOLIMP, rtol=1e-12, atol=0):
-        return refsafe(m, mujoco, tau)
-    return None
+def solver_parameters(m: Any, mujoco: Any, solref: Any, solimp: Any) -> tuple[float, float]:
+    """sciad's time constant τ and softness ε for a MuJoCo constraint's `solref` (τ, ζ)
+    and `solimp` (d₀, d_max, width, midpoint, power).
 
-
-# --------------------------------------------------------------------------- joints
-
-
-def _limit_gains(m: Any, mujoco: Any, j: int) -> tuple[float, float]:
-    """A spring-damper with MuJoCo's limit dynamics at the dof's effective inertia.
-
-    MuJoCo drives a violated limit r towards the reference acceleration
-    a_ref = −b ṙ − k r with b = 2/(d_max τ), k = d/(d_max² τ² ζ²) (solref (τ, ζ) > 0)
-    or b = −solref[1]/d_max, k = −solref[0] d/d_max² (solref < 0), and the constraint
-    force is about m_eff d (a_ref − a₀) with impedance d ≈ d_max = solimp[1]. With
-    m_eff = 1/dof_invweight0 (MuJoCo's own effective inertia at qpos0) that is the
-    penalty stiffness m_eff/(τ ζ)² and damping 2 m_eff/τ (or m_eff·(−solref)). The
-    part −m_eff d a₀ (the constraint cancelling the applied forces) has no penalty
-    counterpart.
+    MuJoCo drives a violated constraint r towards a_ref = −b ṙ − k r with
+    b = 2/(d_max τ), k = d/(d_max² τ² ζ²), a damped oscillator whose slowest mode decays
+    at rate (1 − √(1 − 1/ζ²))/τ for ζ ≥ 1 and 1/τ for ζ < 1; sciad's velocity-level
+    constraint relaxes r at rate 1/τ_sciad, so τ_sciad is the inverse of that rate
+    (τ itself for ζ ≤ 1), after MuJoCo's `refsafe` clamp τ ≥ 2·timestep. The
+    regularisation R = (1 − d)/d · A is MuJoCo's at full impedance, d = d_max:
+    ε = (1 − d_max)/d_max. A negative `solref` (direct stiffness and damping) has no
+    counterpart: τ is NaN then, and the caller reports it.
     """
-    tau, zeta = (float(x) for x in m.jnt_solref[j])
-    dof = m.jnt_dofadr[j]
-    n = {int(mujoco.mjtJoint.mjJNT_BALL): 3}.get(int(m.jnt_type[j]), 1)
-    m_eff = 1.0 / float(np.mean(m.dof_invweight0[dof : dof + n]))
-    if tau > 0:
+    tau, zeta = (float(x) for x in solref)
+    d_max = float(solimp[1])
+    if tau > 0 and zeta > 0:
         tau = refsafe(m, mujoco, tau)
-        return m_eff / (tau * zeta) ** 2, 2.0 * m_eff / tau
-    return m_eff * (-tau), m_eff * (-zeta)
+        if zeta > 1:
+            tau = tau / (1.0 - np.sqrt(1.0 - 1.0 / zeta**2))
+    else:
+        tau = float("nan")
+    return tau, (1.0 - d_max) / d_max
 
 
-def convert_joint(
-    m: Any, mujoco: Any, label: Labels, j: int, hard_tau: float | None
-) -> AbstractJoint:
-    """MuJoCo joint `j`. A limit is hard when its time constant
-    (`hard_limit_time_constant`) is `hard_tau`, the model's constraint time constant
-    (`None`: no hard limits), and soft otherwise. Unsupported features are reported
-    to `label.block`; the joint is then built without them."""
+def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
+    """MuJoCo joint `j`. A limit is a hard limit (a constraint of the contact solve)
+    with its own time constant and softness from its `solref` and `solimp`
+    (`solver_parameters`). Unsupported features are reported to `label.block`; the
+    joint is then built without them."""
     b = int(m.jnt_bodyid[j])
     jt = int(m.jnt_type[j])
     T = mujoco.mjtJoint
@@ -165,9 +150,14 @@ def convert_joint(
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
     )
     if limited:
-        hard = hard_tau is not None and hard_limit_time_constant(m, mujoco, j) == hard_tau
-        k, d = _limit_gains(m, mujoco, j)
-        kw.update(limit_stiffness=k, limit_damping=d, limit="hard" if hard else "soft")
+        tau, eps = solver_parameters(m, mujoco, m.jnt_solref[j], m.jnt_solimp[j])
+        if not np.isfinite(tau):
+            label.block(
+                f"{where}: a limit solref {tuple(float(x) for x in m.jnt_solref[j])} with "
+                "direct stiffness and damping (negative values) is not supported."
+            )
+            tau = 1.0
+        kw.update(limit="hard", limit_time_constant=tau, limit_softness=eps)
     rng = np.asarray(m.jnt_range[j], dtype=np.float64)
     ref = float(m.qpos0[m.jnt_qposadr[j]])
     if jt == int(T.mjJNT_FREE):
@@ -321,6 +311,32 @@ def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int
     return pairs, sorted({g for pair in pairs for g in pair}), excluded
 
 
+def _frictionless(m: Any, label: Labels, ids: list[int], pairs: set[tuple[int, int]]) -> set[int]:
+    """The condim-1 geoms that get friction 0 in sciad (a pair uses the larger of its
+    geoms' frictions). MuJoCo's pair has the larger condim and the larger friction: two
+    condim-1 geoms touch without friction, a condim-1 geom against a condim-3 one with
+    the larger coefficient. A condim-1 geom that only meets condim-3 geoms keeps its
+    coefficient; one that meets condim-1 geoms gets 0, which is exact against the
+    condim-3 ones only where its own coefficient is the smaller (else reported)."""
+    condim = {g: int(m.geom_condim[g]) for g in ids}
+    zero = set()
+    for g in ids:
+        if condim[g] != 1:
+            continue
+        partners = [h for h in ids if (min(g, h), max(g, h)) in pairs]
+        if not any(condim[h] == 1 for h in partners):
+            continue
+        zero.add(g)
+        for h in partners:
+            if condim[h] != 1 and m.geom_friction[g][0] > m.geom_friction[h][0]:
+                label.block(
+                    f"{label('geom', g)} (condim 1) meets condim-1 geoms (no friction) and "
+                    f"{label('geom', h)} (condim 3, where MuJoCo uses the condim-1 geom's "
+                    "larger friction coefficient): sciad cannot represent both."
+                )
+    return zero
+
+
 def convert_geoms(
     m: Any,
     mujoco: Any,
@@ -345,33 +361,25 @@ def convert_geoms(
             'MJCF <option><flag filterparent="disable">: parent–child collisions are '
             "not supported (sciad never collides a body with its parent)."
         )
+    frictionless = _frictionless(m, label, ids, pairs)
     geoms = []
     for g in ids:
         where = label("geom", g)
         shape = _shape(m, mujoco, label, g)
-        for field, default, what in (
-            ("geom_solref", _SOLREF, "solref"),
-            ("geom_solimp", _SOLIMP, "solimp"),
-        ):
-            value = tuple(float(x) for x in getattr(m, field)[g])
-            if field == "geom_solref":
-                ok = value[0] > 0 and value[1] == 1.0
-            else:
-                ok = np.allclose(value, default, rtol=1e-12, atol=0)
-            if not ok:
-                label.block(
-                    f"{where}: {what}={value} is not supported (sciad's contact model takes "
-                    "one time constant for all contacts, with dampratio 1 and MuJoCo's "
-                    f"default solimp {_SOLIMP})."
-                )
-        if float(m.geom_solref[g][0]) != float(m.geom_solref[ids[0]][0]):
+        tau, eps = solver_parameters(m, mujoco, m.geom_solref[g], m.geom_solimp[g])
+        if not np.isfinite(tau):
             label.block(
-                f"{where}: its solref time constant {m.geom_solref[g][0]} differs from "
-                f"{label('geom', ids[0])}'s {m.geom_solref[ids[0]][0]}; sciad's contact "
-                "model takes one time constant for all contacts."
+                f"{where}: solref {tuple(float(x) for x in m.geom_solref[g])} with direct "
+                "stiffness and damping (negative values) is not supported."
             )
-        if m.geom_margin[g] != 0 or m.geom_gap[g] != 0:
-            label.block(f"{where}: contact margin/gap is not supported.")
+            tau = 1.0
+        if m.geom_gap[g] != 0:
+            label.block(f"{where}: a contact gap (inactive contacts) is not supported.")
+        if m.geom_solmix[g] != m.geom_solmix[ids[0]]:
+            label.block(
+                f"{where}: solmix {m.geom_solmix[g]} differs from {label('geom', ids[0])}'s "
+                f"{m.geom_solmix[ids[0]]}; sciad mixes a pair's solref and solimp equally."
+            )
         if m.geom_priority[g] != 0:
             label.block(f"{where}: contact priority is not supported (pairs use the maxima).")
         if m.geom_condim[g] not in (1, 3):
@@ -385,7 +393,7 @@ def convert_geoms(
             continue
         b = int(m.geom_bodyid[g])
         pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
-        friction = 0.0 if m.geom_condim[g] == 1 else float(m.geom_friction[g][0])
+        friction = 0.0 if g in frictionless else float(m.geom_friction[g][0])
         geoms.append(
             Geom(
                 shape,
@@ -397,23 +405,11 @@ def convert_geoms(
                 contype=int(m.geom_contype[g]),
                 conaffinity=int(m.geom_conaffinity[g]),
                 name=label.name("geom", g) or f"geom{g}",
+                time_constant=tau,
+                softness=eps,
+                margin=float(m.geom_margin[g]),
             )
         )
-    # A pair's condim is the larger of its two: a frictionless (condim 1) geom against a
-    # frictional one takes the larger friction, which friction 0 reproduces only when
-    # the frictionless geom's own coefficient is the smaller.
-    for i, g1 in enumerate(ids):
-        for g2 in ids[i + 1 :]:
-            c1, c2 = int(m.geom_condim[g1]), int(m.geom_condim[g2])
-            if c1 == c2 or (g1, g2) not in pairs:
-                continue
-            g_1, g_3 = (g1, g2) if c1 == 1 else (g2, g1)
-            if m.geom_friction[g_1][0] > m.geom_friction[g_3][0]:
-                label.block(
-                    f"{label('geom', g_1)} (condim 1) against {label('geom', g_3)} (condim 3): "
-                    "MuJoCo uses the frictionless geom's larger friction coefficient there, "
-                    "which sciad cannot represent."
-                )
     # Body pairs that MuJoCo's filters keep apart (welds, parents' weld groups,
     # <exclude>s) become sciad exclusions; from_mujoco then checks that the pairs
     # sciad collides are exactly MuJoCo's.

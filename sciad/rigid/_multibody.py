@@ -18,6 +18,7 @@ from ._actuators import AbstractControl, ConstantControl, JointActuator
 from ._body import Body
 from ._contact import (
     body_jacobians,
+    check_margins,
     contact_frames,
     contact_jacobian,
     contact_pairs,
@@ -253,6 +254,7 @@ class MultiBody(AbstractModel):
         self.contact = ContactModel() if contact is None else contact
         self.geom_body = tuple(-1 if g.body is None else index[g.body] for g in geoms)
         self.pairs = contact_pairs(geoms, self.geom_body, parents, weld_root, ex)
+        check_margins(geoms, self.pairs)
 
     def _check_inputs(self) -> None:
         q0, v0 = self.default_state()
@@ -442,14 +444,15 @@ class MultiBody(AbstractModel):
         limits = f"hard limits ({', '.join(names)}; or limit='soft')" if names else ""
         return " and ".join(x for x in ("contacts" if self.pairs else "", limits) if x)
 
-    def _limits(self, f: Frames) -> tuple[Array, Array]:
-        """The hard limits' constraint values r (L,) (negative: violated) and their
-        Jacobian dr/dv (L, nv), one row per limited joint."""
+    def _limits(self, f: Frames) -> tuple[Array, Array, Array, Array]:
+        """The hard limits' constraint values r (L,) (negative: violated), their
+        Jacobian dr/dv (L, nv), time constants τ (L,) and softnesses ε (L,), one row per
+        limited joint."""
         assert f.limits is not None
-        dist, row = f.limits
+        dist, row, tau, eps = f.limits
         idx = self.limited
         rows = jnp.asarray(self.topology.dof_body[None, :] == idx[:, None], row.dtype)
-        return dist[idx], rows * row[None, :]
+        return dist[idx], rows * row[None, :], tau[idx], eps[idx]
 
     # ------------------------------------------------------------------ contacts
 
@@ -471,7 +474,7 @@ class MultiBody(AbstractModel):
     def _contacts(self, f: Frames) -> Contacts:
         if not self.pairs:
             raise ValueError("this MultiBody has no colliding geom pairs.")
-        return find_contacts(self.geoms, self.geom_body, self.pairs, f.rot, f.pos)
+        return find_contacts(self.geoms, self.geom_body, self.pairs, f.rot, f.pos, self.contact)
 
     def _contact_jacobian(self, f: Frames, c: Contacts) -> tuple[Array, Array]:
         """The contact frames (C, 3, 3) and the Jacobian J (C, 3, nv)."""

@@ -17,24 +17,24 @@ EPS, TAU = 1e-2, 0.02  # ContactModel's default softness and time constant
 
 
 def _run(model, y0, n_steps):
-    traj = sciad.simulate(model, y0, dt=H, n_steps=n_steps, saveat=sciad.SaveAt(steps=True))
+    traj = sciad.simulate(model, y0, dt=H, n_steps=n_steps, saveat=sciad.SaveAt(steps=1))
     assert traj.result == sciad.RESULTS.successful
     return traj
 
 
-def _rest_violation(model, q):
+def _rest_violation(model, q, tau=TAU, eps=EPS):
     """The exact resting point of the solve: at v = 0 the limit's impulse γ balances a
     step of the free acceleration, M(0 − v_free) = J_Lᵀ γ, and γ = û/R with û = −r/τ
     and R = ε J_L M⁻¹ J_Lᵀ, so r = −τ ε (J_L M⁻¹ J_Lᵀ) γ."""
     f = model._frames(q)
-    _, jac = model._limits(f)
+    _, jac, _, _ = model._limits(f)
     m = model.mass_matrix(q)
     force = model.applied_force(0.0, q, jnp.zeros(model.nv)) - model.bias_force(
         q, jnp.zeros(model.nv)
     )
     gamma = -H * jnp.linalg.lstsq(jac.T, force)[0][0]
     w = jac[0] @ jnp.linalg.solve(m, jac[0])
-    return float(-TAU * EPS * w * gamma), float(gamma)
+    return float(-tau * eps * w * gamma), float(gamma)
 
 
 def _pendulum(low, high, **kw):
@@ -79,6 +79,30 @@ def test_hinge_and_slider_rest_on_their_limits():
         assert gamma > 0 and -1e-5 < violation < 0
         np.testing.assert_allclose(q[-1], low + violation, rtol=0, atol=1e-10)
         assert abs(float(traj.ys[1][-1, 0])) < 1e-10
+
+
+def test_a_limit_with_its_own_time_constant_and_softness_rests_at_its_fixed_point():
+    """`limit_time_constant` and `limit_softness` replace the model's τ and ε for that
+    limit alone: the pendulum rests at −τ' ε' (J M⁻¹ Jᵀ) γ past its bound (to 1e-10),
+    200 times deeper for τ' = 0.1, ε' = 0.4 than with the defaults, while a second,
+    default limit in the same model keeps the defaults' fixed point. A τ' below two
+    steps is used as 2·dt (MuJoCo's refsafe)."""
+    tau, eps = 0.1, 0.4
+    own = dict(limit_time_constant=tau, limit_softness=eps)
+    model = _pendulum(0.2, 1.0, **own)
+    traj = _run(model, (jnp.full(1, 0.9), jnp.zeros(1)), 3000)
+    q = traj.ys[0][-1]
+    violation, gamma = _rest_violation(model, q, tau, eps)
+    default, _ = _rest_violation(_pendulum(0.2, 1.0), q)
+    assert gamma > 0 and violation / default > 199
+    np.testing.assert_allclose(float(q[0]), 0.2 + violation, rtol=0, atol=1e-10)
+    tau_of, eps_of = model.joints[0].limit_parameters(1.0, 2.0)
+    assert (float(tau_of), float(eps_of)) == (tau, eps)
+    assert _pendulum(0.2, 1.0).joints[0].limit_parameters(1.0, 2.0) == (1.0, 2.0)
+    short = _pendulum(0.2, 1.0, limit_time_constant=H / 4, limit_softness=eps)
+    q = _run(short, (jnp.full(1, 0.9), jnp.zeros(1)), 3000).ys[0][-1]
+    violation, _ = _rest_violation(short, q, 2 * H, eps)
+    np.testing.assert_allclose(float(q[0]), 0.2 + violation, rtol=0, atol=1e-10)
 
 
 def test_ball_cone_limit_rests_on_the_cone():
@@ -198,7 +222,7 @@ def test_arm_falls_onto_its_limits_like_mujoco():
         dt=mj.dt,
         n_steps=n,
         integrator=mj.integrator,
-        saveat=sciad.SaveAt(steps=True),
+        saveat=sciad.SaveAt(steps=1),
     )
     ours = np.asarray(mj.q_to_qpos(traj.ys[0]))
     d = mujoco.MjData(m)
