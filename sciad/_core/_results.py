@@ -36,6 +36,12 @@ class RESULTS(eqx.Enumeration):
         "A particle moved more than half the neighbour-list skin within one step, so "
         "pairs could have been missed. Use a larger skin or a smaller step."
     )
+    box_too_small = (
+        "The periodic box became narrower than twice the interaction range (a barostat "
+        "compressed it), so the minimum-image convention no longer holds and forces "
+        "would be wrong. Start from a larger box (more particles), use a shorter "
+        "cut-off, or let the box relax more slowly (larger tau_p)."
+    )
     event_occurred = "A terminating event occurred and stopped the run."
     step_size_too_small = "The adaptive step size fell below its minimum."
     solver_failed = (

@@ -65,6 +65,7 @@ from ._potential import (
 from ._reweight import reweighted_average as reweighted_average
 from ._run import NeighborListIntegrator as NeighborListIntegrator
 from ._space import (
+    AbstractPeriodicSpace as AbstractPeriodicSpace,
     AbstractSpace as AbstractSpace,
     FreeSpace as FreeSpace,
     PeriodicBox as PeriodicBox,

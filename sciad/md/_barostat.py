@@ -16,23 +16,20 @@ from .._core._validate import check_positive, check_scalar
 from ._brownian import BrownianDynamics
 from ._nose_hoover import md_system
 from ._observables import pressure as instantaneous_pressure
+from ._potential import concrete_range
 from ._run import NeighborListIntegrator
-from ._space import AbstractSpace, PeriodicBox, TriclinicBox
+from ._space import AbstractSpace
 from ._system import MDSystem
 
 _OWNER = "CellRescaling"
 
 
-def _scaled(space: AbstractSpace, s: Array) -> AbstractSpace:
-    """The periodic cell scaled isotropically by the factor `s`."""
-    if isinstance(space, PeriodicBox):
-        return eqx.tree_at(lambda sp: sp.lengths, space, space.lengths * s)
-    if isinstance(space, TriclinicBox):
-        return eqx.tree_at(lambda sp: sp.cell, space, space.cell * s)
-    raise TypeError(
-        f"{_OWNER} needs a periodic space (sciad.md.PeriodicBox or sciad.md.TriclinicBox) "
-        f"whose volume can change; got {type(space).__name__}."
-    )
+def _too_small(system: MDSystem, space: AbstractSpace) -> Array:
+    """Whether the box is narrower than twice the potential's range (minimum image fails)."""
+    reach = concrete_range(system.potential)
+    if reach is None:
+        return jnp.asarray(False)
+    return 2 * reach > space.min_width()
 
 
 def _kT_of(thermostat: Anything) -> Array:
@@ -79,12 +76,16 @@ class CellRescaling(AbstractIntegrator):
     relaxation time τ_p/(β_T B) is long against dt, so the error is small).
     Cost per step: the thermostat's step, one virial and one extra force evaluation.
 
-    Minimum image needs the interaction range below half the box width: keep the
+    Minimum image needs the interaction range at most half the box width: keep the
     box large enough as it fluctuates. With a neighbour list, compose it inside:
     `NeighborListIntegrator(CellRescaling(...), builder)` builds and checks lists in the
     current box (tested equal to all-pairs runs); a box that shrinks below the list's
     cell grid is reported as an overflow (`sciad.md.run_growing` regrows it).
-    Isotropic only (a `TriclinicBox` keeps its shape).
+    A box compressed until its smallest width is below twice the potential's range
+    (the minimum image then misses or double-counts pairs) is reported as
+    `RESULTS.box_too_small` (raised with `throw=True`); the flag is sticky.
+    Isotropic only (a `TriclinicBox` keeps its shape); any periodic space works (it
+    is scaled with its own [`scaled`][sciad.md.AbstractSpace.scaled]).
 
     Reference: Bernetti & Bussi, J. Chem. Phys. 153, 114107 (2020).
 
@@ -99,7 +100,7 @@ class CellRescaling(AbstractIntegrator):
     - `pressure_correction`: optional `f(system) -> scalar` added to P_int, e.g. a
       long-range tail correction that depends on the current volume.
 
-    **State:** `(thermostat state, the current space, key)`.
+    **State:** `(thermostat state, the current space, key, box-too-small flag)`.
 
     **Example:**
 
@@ -154,29 +155,41 @@ class CellRescaling(AbstractIntegrator):
     def _system(self, model: AbstractModel) -> MDSystem:
         return md_system(model, _OWNER)
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(thermostat state, the system's space, key)."""
+    def check(self, model: AbstractModel) -> None:
+        """An `MDSystem` in a periodic space (whose volume can change); the thermostat's checks."""
         system = self._system(model)
-        space = _scaled(system.space, jnp.ones((), dtype=y0[0].dtype))
+        if not system.space.periodic:
+            raise TypeError(
+                f"{_OWNER} needs a periodic space (sciad.md.PeriodicBox or "
+                "sciad.md.TriclinicBox) whose volume can change; got "
+                f"{type(system.space).__name__}."
+            )
+        self.thermostat.check(system)
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+        """(thermostat state, the system's space, key, box-too-small flag)."""
+        system = self._system(model)
+        space = system.space.scaled(jnp.ones((), dtype=y0[0].dtype))
         inner = self.thermostat.init(_with_space(system, space), t0, y0)
-        return inner, space, self.key
+        return inner, space, self.key, _too_small(system, space)
 
     def refresh(
         self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
     ) -> Anything:
         """Refresh the thermostat's cache at the current box; keep box and key."""
-        inner, space, key = state
+        inner, space, key, too_small = state
         system = _with_space(self._system(model), space)
-        return self.thermostat.refresh(system, t, y, inner), space, key
+        return self.thermostat.refresh(system, t, y, inner), space, key, too_small
 
     def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
         """The system with the current box (and the thermostat's own view of it)."""
-        inner, space, _ = state
+        inner, space = state[:2]
         return self.thermostat.model_at(_with_space(md_system(model, _OWNER), space), inner)
 
     def status(self, state: Anything) -> RESULTS:
-        """The thermostat's status."""
-        return self.thermostat.status(state[0])
+        """`box_too_small` if the box ever became narrower than twice the potential's
+        range, else the thermostat's status."""
+        return RESULTS.where(state[3], RESULTS.box_too_small, self.thermostat.status(state[0]))
 
     def internal_pressure(self, system: MDSystem, y: State) -> FloatScalar:
         """P_int: the virial pressure with centre-of-mass-free momenta, plus the correction.
@@ -203,7 +216,7 @@ class CellRescaling(AbstractIntegrator):
     ) -> tuple[State, Anything]:
         """A thermostat step at fixed box, then one stochastic volume move."""
         base = self._system(model)
-        inner, space, key = state
+        inner, space, key, too_small = state
         system = _with_space(base, space)
         (q, p), inner = self.thermostat.step(system, t, dt, y, inner)
         kT = _kT_of(self.thermostat)
@@ -219,6 +232,7 @@ class CellRescaling(AbstractIntegrator):
         m = base.masses[:, None]
         p_com = m * (jnp.sum(p, axis=0) / jnp.sum(base.masses))[None, :]
         q, p = s * q, p_com + (p - p_com) / s
-        space = _scaled(space, s)
+        space = space.scaled(s)
         inner = self.thermostat.refresh(_with_space(base, space), t + dt, (q, p), inner)
-        return (q, p), (inner, space, key)
+        too_small = too_small | _too_small(base, space)
+        return (q, p), (inner, space, key, too_small)

@@ -311,13 +311,6 @@ class PeriodicDihedral(AbstractBondedTerm):
     def check_system(self, space: AbstractSpace, n_particles: int) -> None:
         """Indices below `n_particles`; a 3-D space."""
         super().check_system(space, n_particles)
-        d = _space_dim(space)
+        d = space.dimension()
         if d is not None and d != 3:
             raise ValueError(f"PeriodicDihedral needs a 3-D space, got d = {d}.")
-
-
-def _space_dim(space: AbstractSpace) -> int | None:
-    for name in ("lengths", "cell"):
-        if hasattr(space, name):
-            return int(np.shape(getattr(space, name))[0])
-    return None

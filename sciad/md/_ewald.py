@@ -13,14 +13,13 @@ from .._core._types import FloatScalar, FloatVector, Positions, RealScalarLike
 from ._potential import (
     AbstractPotential,
     all_pairs,
-    cell_matrix,
     concrete,
     Exclusions,
     norm_or_zero,
     pair_displacements,
     Pairs,
 )
-from ._space import AbstractSpace, PeriodicBox, TriclinicBox
+from ._space import AbstractSpace
 
 
 def _kmax(k: int | tuple[int, int, int]) -> tuple[int, int, int]:
@@ -44,7 +43,7 @@ def _half_space(kmax: tuple[int, int, int]) -> np.ndarray:
 
 
 def _check_periodic(space: AbstractSpace) -> None:
-    if not isinstance(space, (PeriodicBox, TriclinicBox)):
+    if not space.periodic:
         raise TypeError(
             "Ewald summation needs a periodic space (PeriodicBox or TriclinicBox); got "
             f"{type(space).__name__}. For an open system sum the bare Coulomb pairs instead."
@@ -83,9 +82,9 @@ class Ewald(AbstractPotential):
 
     - `charges`: shape `(n,)` (charge units), a differentiable parameter.
     - `alpha`: the splitting parameter α (1/length).
-    - `cutoff`: the real-space cut-off r_c (length, static; below half the box's
-      smallest width, for the minimum image: checked when an `MDSystem` is built, not
-      while a barostat changes the box during a run).
+    - `cutoff`: the real-space cut-off r_c (length, static; at most half the box's
+      smallest width, for the minimum image: checked when an `MDSystem` is built, and
+      reported as `RESULTS.box_too_small` if a barostat compresses the box past it).
     - `kmax`: the largest integer reciprocal index per axis, an int or 3 ints (static).
     - `coulomb`: the Coulomb constant k_e (energy·length/charge²), default 1.
 
@@ -145,7 +144,7 @@ class Ewald(AbstractPotential):
         s = math.sqrt(-math.log(accuracy))
         alpha = s / cutoff
         kc = 2 * alpha * s
-        cell = np.asarray(cell_matrix(space), dtype=np.float64)
+        cell = np.asarray(space.cell_matrix(), dtype=np.float64)
         k0, k1, k2 = (
             max(1, math.ceil(kc * float(np.linalg.norm(a)) / (2 * math.pi))) for a in cell
         )
@@ -160,8 +159,7 @@ class Ewald(AbstractPotential):
     def check_system(self, space: AbstractSpace, n_particles: int) -> None:
         """A 3-D periodic space, `n_particles` charges, and r_c below half the smallest width."""
         _check_periodic(space)
-        assert isinstance(space, (PeriodicBox, TriclinicBox))
-        d = np.shape(space.lengths if isinstance(space, PeriodicBox) else space.cell)[0]
+        d = space.dimension()
         if d != 3:
             raise ValueError(f"Ewald summation needs a 3-D cell, got d = {d}.")
         if np.shape(self.charges) != (n_particles,):
@@ -169,20 +167,7 @@ class Ewald(AbstractPotential):
                 f"charges must have shape ({n_particles},) (one per particle), "
                 f"got {np.shape(self.charges)}."
             )
-        cell = concrete(cell_matrix(space))
-        if cell is not None:
-            a, b, c = np.asarray(cell, dtype=np.float64)
-            vol = abs(float(np.linalg.det(np.stack([a, b, c]))))
-            width = vol / max(
-                np.linalg.norm(np.cross(b, c)),
-                np.linalg.norm(np.cross(c, a)),
-                np.linalg.norm(np.cross(a, b)),
-            )
-            if not self.cutoff < 0.5 * width:
-                raise ValueError(
-                    f"Ewald cutoff = {self.cutoff} must be below half the box's smallest "
-                    f"width ({width}) for the minimum-image real-space sum."
-                )
+        space.check_range(self.cutoff, "Ewald cutoff")
 
     def energy(
         self,
@@ -218,8 +203,8 @@ class Ewald(AbstractPotential):
         **Example:** `real, recip, self_, excl, background = ewald.energy_terms(box, q, sciad.md.all_pairs(len(q)))`
         """
         q, alpha, ke = self.charges, self.alpha, self.coulomb
-        cell = cell_matrix(space)
-        volume = jnp.abs(jnp.linalg.det(cell))
+        cell = space.cell_matrix()
+        volume = space.volume()
 
         # Real space: erfc(αr)/r inside the cut-off (double where at masks and r_c).
         ii, jj, dr, real = pair_displacements(space, positions, pairs)

@@ -17,20 +17,25 @@ from ._run import NeighborListIntegrator
 from ._system import MDSystem
 
 
-def _grown(builder: NeighborListBuilder, system: MDSystem, qs: list, growth: float):
-    """A builder for the current box with room for `growth` × the largest need seen."""
+def _grown(builder: NeighborListBuilder, seen: list, growth: float):
+    """A builder with room for `growth` × the largest need seen in the `(space, q)`
+    configurations of the chunk (the box may have changed under a barostat): a grid
+    that fits the smallest of its boxes (in free space: the largest particle cloud)."""
     fresh = [
         NeighborListBuilder.create(
-            system.space, q, cutoff=builder.cutoff, skin=builder.skin, capacity_factor=growth
+            space, q, cutoff=builder.cutoff, skin=builder.skin, capacity_factor=growth
         )
-        for q in qs
+        for space, q in seen
     ]
+    grids = [b.grid for b in fresh]
+    pick = np.min if seen[0][0].periodic else np.max
+    grid = None if None in grids else tuple(int(g) for g in pick(np.asarray(grids), axis=0))
     return NeighborListBuilder(
         builder.cutoff,
         builder.skin,
         max([int(np.ceil(growth * builder.capacity))] + [b.capacity for b in fresh]),
         max([int(np.ceil(growth * builder.max_per_cell))] + [b.max_per_cell for b in fresh]),
-        fresh[0].grid,
+        grid,
         builder.space_type,
     )
 
@@ -126,7 +131,10 @@ def run_growing(
                     f"run_growing: the neighbour list still overflowed after {max_regrowths} "
                     "regrowths; check the system (is it collapsing?)."
                 )
-            builder = _grown(builder, system, [y[0], traj.y1[0]], growth)
+            start = system if state is None else integ.model_at(system, state)
+            end = integ.model_at(system, traj.integrator_state)
+            assert isinstance(start, MDSystem) and isinstance(end, MDSystem)
+            builder = _grown(builder, [(start.space, y[0]), (end.space, traj.y1[0])], growth)
             state = _adopt(state, builder, integrator, system, t, y)
             continue
         traj.result.error_if(traj.y1, traj.result != RESULTS.successful)

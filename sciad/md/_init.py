@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 import itertools
 import math
-from typing import Any
 
 import equinox as eqx
 import jax
@@ -13,7 +12,7 @@ from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 import numpy as np
 
 from .._core._types import FloatScalar, Positions, RealScalarLike
-from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
+from ._space import AbstractSpace, PeriodicBox
 
 #: Fractional coordinates of the atoms in one conventional cubic cell.
 _BASIS: dict[str, np.ndarray] = {
@@ -174,47 +173,27 @@ def lattice_for_density(
     return lattice(kind, reps, a)
 
 
-def _sample_cell(
-    key: PRNGKeyArray, space: PeriodicBox | TriclinicBox, shape: tuple[int, int]
-) -> Array:
-    if isinstance(space, PeriodicBox):
-        u = jax.random.uniform(key, shape, dtype=space.lengths.dtype)
-        return u * space.lengths[None, :]
-    u = jax.random.uniform(key, shape, dtype=space.cell.dtype)
-    return u @ space.cell
-
-
-def _pair_d2(space: AbstractSpace) -> Any:
-    """A function of (a (k, d), b (n, d)) giving squared minimum-image distances (k, n)."""
-    if isinstance(space, TriclinicBox):
-        # The same minimum image as TriclinicBox.displacement, with one inverse.
-        inverse = jnp.linalg.inv(space.cell)
-
-        def d2(a, b):
-            ds = (a @ inverse)[:, None, :] - (b @ inverse)[None, :, :]
-            dr = (ds - jnp.round(ds)) @ space.cell
-            return jnp.sum(dr**2, axis=-1)
-
-        return d2
-    pair = jax.vmap(jax.vmap(space.displacement, in_axes=(None, 0)), in_axes=(0, None))
-    return lambda a, b: jnp.sum(pair(a, b) ** 2, axis=-1)
+def _pair_d2(space: AbstractSpace, a: Array, b: Array) -> Array:
+    """Squared minimum-image distances between `a` (k, d) and `b` (n, d): shape (k, n)."""
+    ds = space.to_fractional(a)[:, None, :] - space.to_fractional(b)[None, :, :]
+    dr = space.from_fractional(ds - jnp.round(ds))
+    return jnp.sum(dr**2, axis=-1)
 
 
 @eqx.filter_jit
 def _rsa(
     key: PRNGKeyArray,
     n: int,
-    space: PeriodicBox | TriclinicBox,
+    space: AbstractSpace,
     min_distance: FloatScalar,
     n_rounds: int,
     batch: int,
 ) -> tuple[Positions, Array, Array]:
     """Random sequential addition; returns (positions, success flag, number placed)."""
-    shape_source = space.lengths if isinstance(space, PeriodicBox) else space.cell
-    d, dtype = shape_source.shape[0], shape_source.dtype
+    cell = space.cell_matrix()
+    d, dtype = cell.shape[0], cell.dtype
     min_d2 = min_distance.astype(dtype) ** 2
     index = jnp.arange(n)
-    pair_d2 = _pair_d2(space)
 
     def place(i, carry):
         positions, ok, placed = carry
@@ -226,8 +205,9 @@ def _rsa(
 
         def body(state):
             r, _, _ = state
-            candidates = _sample_cell(jax.random.fold_in(key_i, r), space, (batch, d))
-            d2 = pair_d2(candidates, positions)  # (batch, n)
+            u = jax.random.uniform(jax.random.fold_in(key_i, r), (batch, d), dtype=dtype)
+            candidates = space.from_fractional(u)
+            d2 = _pair_d2(space, candidates, positions)  # (batch, n)
             d2 = jnp.where(index[None, :] < i, d2, jnp.inf)
             good = jnp.all(d2 >= min_d2, axis=1)
             return r + 1, jnp.any(good), candidates[jnp.argmax(good)]
@@ -262,8 +242,8 @@ def random_positions(
 
     - `key`: a JAX PRNG key.
     - `n`: the number of particles (a Python int).
-    - `space`: a [`PeriodicBox`][sciad.md.PeriodicBox] or
-      [`TriclinicBox`][sciad.md.TriclinicBox] of any dimension d. For a finite region
+    - `space`: a periodic space ([`PeriodicBox`][sciad.md.PeriodicBox],
+      [`TriclinicBox`][sciad.md.TriclinicBox], ...) of any dimension d. For a finite region
       of free space pass a `PeriodicBox` of that size: the minimum-image distance never
       exceeds the free distance, so the result is non-overlapping in free space too.
     - `min_distance`: the smallest allowed pair distance (length units), e.g. σ for
@@ -286,9 +266,10 @@ def random_positions(
     Reference: Widom, J. Chem. Phys. 44, 3888 (1966); Feder, J. Theor. Biol. 87, 237
     (1980) (the RSA jamming limit).
     """
-    if isinstance(space, FreeSpace) or not isinstance(space, (PeriodicBox, TriclinicBox)):
+    if not isinstance(space, AbstractSpace) or not space.periodic:
         raise TypeError(
-            "space must be a PeriodicBox or TriclinicBox (the region to fill); got "
+            "space must be periodic, e.g. a PeriodicBox or TriclinicBox (the region to "
+            "fill); got "
             f"{type(space).__name__}. For free space, pass PeriodicBox(region lengths): "
             "its minimum-image distances never exceed free-space distances."
         )
@@ -299,7 +280,7 @@ def random_positions(
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive int; got {max_attempts!r}.")
     sigma = _float_scalar(min_distance, "min_distance")
-    d = (space.lengths if isinstance(space, PeriodicBox) else space.cell).shape[0]
+    d = int(np.shape(space.cell_matrix())[0])
     volume = space.volume()
     if not isinstance(sigma, Tracer) and not isinstance(volume, Tracer):
         if not float(sigma) >= 0:

@@ -81,21 +81,19 @@ def _cell_to_space(cell: np.ndarray) -> AbstractSpace:
 
 
 def _space_to_cell(box: AbstractSpace | None) -> np.ndarray | None:
-    if box is None or isinstance(box, FreeSpace):
+    if box is None:
         return None
-    if isinstance(box, PeriodicBox):
-        lengths = np.asarray(box.lengths, dtype=np.float64)
-        if lengths.shape != (3,):
-            raise ValueError(f"extended XYZ is 3-D; the box has lengths {lengths.shape}.")
-        return np.diag(lengths)
-    if isinstance(box, TriclinicBox):
-        cell = np.asarray(box.cell, dtype=np.float64)
-        if cell.shape != (3, 3):
-            raise ValueError(f"extended XYZ is 3-D; the cell has shape {cell.shape}.")
-        return cell
-    raise TypeError(
-        f"box must be a PeriodicBox, TriclinicBox, FreeSpace or None; got {type(box).__name__}."
-    )
+    if not isinstance(box, AbstractSpace):
+        raise TypeError(
+            "box must be a sciad.md space (PeriodicBox, TriclinicBox, FreeSpace) or None; "
+            f"got {type(box).__name__}."
+        )
+    if not box.periodic:
+        return None
+    cell = np.asarray(box.cell_matrix(), dtype=np.float64)
+    if cell.shape != (3, 3):
+        raise ValueError(f"extended XYZ is 3-D; the cell has shape {cell.shape}.")
+    return cell
 
 
 def _fmt(x: Any) -> str:

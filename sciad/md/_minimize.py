@@ -15,7 +15,6 @@ from .._core._types import FloatScalar, IntScalar, Positions
 from .._core._validate import check_finite
 from ._fire import FIRE
 from ._neighbors import NeighborListBuilder
-from ._space import PeriodicBox, TriclinicBox
 from ._system import MDSystem, with_neighbors
 
 # The Hessian at a minimum is symmetric positive semidefinite: these tags let a user's
@@ -93,15 +92,7 @@ def _check(system: Any, q0: Any, solver: Any, neighbors: Any, max_steps: Any) ->
             f"q0 must have shape (n, d) with n = len(masses) = {n}; got {tuple(q0.shape)}."
         )
     space = system.space
-    box = (
-        space.lengths.shape[0]
-        if isinstance(space, PeriodicBox)
-        else space.cell.shape[0]
-        if isinstance(space, TriclinicBox)
-        else None
-    )
-    if box is not None and q0.shape[1] != box:
-        raise ValueError(f"q0 has d = {q0.shape[1]} but the space has d = {box}.")
+    space.check_positions(q0, "q0")
     check_finite(q0, "q0")
     check_finite(system, "system")
     system.check_positions(q0, "q0")

@@ -13,7 +13,7 @@ import numpy as np
 from .._core._batching import lazy_update
 from .._core._results import RESULTS
 from .._core._types import BoolScalar, Positions
-from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
+from ._space import AbstractSpace
 
 # Relative safety margin between the cell edge and cutoff + skin, so that round-off in a
 # float32 box (the widths of a triclinic cell go through an inverse) never flags a box
@@ -48,7 +48,10 @@ class NeighborList(eqx.Module):
       exceed `capacity`: then pairs were dropped).
     - `did_overflow`: shape `()`, bool: the pair count exceeded `capacity`, or a cell
       held more than `max_per_cell` particles, or the box (or, in free space, the
-      particle cloud) no longer fits the static cell grid. Pairs are then missing:
+      particle cloud) no longer fits the static cell grid, or a periodic box became
+      too narrow for the minimum image (width ≤ 2 cutoff, or `cutoff + skin` past its
+      [`exact_image_reach`][sciad.md.AbstractSpace.exact_image_reach]). Pairs are then
+      missing:
       rebuild with a new [`NeighborListBuilder`][sciad.md.NeighborListBuilder].
     - `cutoff`, `skin` (length) and `capacity` (pairs): static.
 
@@ -97,51 +100,37 @@ class NeighborList(eqx.Module):
 
 
 def _check_space(space: AbstractSpace) -> None:
-    if not isinstance(space, (FreeSpace, PeriodicBox, TriclinicBox)):
-        raise TypeError(
-            "Neighbour lists support FreeSpace, PeriodicBox and TriclinicBox; "
-            f"got {type(space).__name__}."
-        )
-
-
-def _widths(space: PeriodicBox | TriclinicBox) -> Float[Array, " d"]:
-    """Perpendicular widths of the cell along each fractional axis: 1 / |column k of cell⁻¹|."""
-    if isinstance(space, PeriodicBox):
-        return space.lengths
-    return 1.0 / jnp.linalg.norm(jnp.linalg.inv(space.cell), axis=0)
-
-
-def _np_widths(space: PeriodicBox | TriclinicBox) -> np.ndarray:
-    """`_widths` on the host, in float64, for `create`."""
-    if isinstance(space, PeriodicBox):
-        return np.asarray(space.lengths, dtype=np.float64)
-    inv = np.linalg.inv(np.asarray(space.cell, dtype=np.float64))
-    return 1.0 / np.linalg.norm(inv, axis=0)
-
-
-def _fractional(space: PeriodicBox | TriclinicBox, r: Array) -> Array:
-    if isinstance(space, PeriodicBox):
-        return r / space.lengths[None, :]
-    return space.to_fractional(r)
+    if not isinstance(space, AbstractSpace):
+        raise TypeError(f"space must be a sciad.md space; got {type(space).__name__}.")
 
 
 def _sq_dist(space: AbstractSpace, ds: Array) -> Array:
-    """Squared distances of coordinate differences `ds`: fractional with minimum image in
-    periodic spaces, Cartesian in free space."""
-    if isinstance(space, (PeriodicBox, TriclinicBox)):
-        return _min_image_sq(space, ds)
+    """Squared distances of coordinate differences `ds` (..., d): fractional with
+    minimum image in periodic spaces, Cartesian in free space."""
+    if space.periodic:
+        ds = space.from_fractional(ds - jnp.round(ds))
     return jnp.sum(ds * ds, axis=-1)
 
 
-def _min_image_sq(space: PeriodicBox | TriclinicBox, ds: Array) -> Array:
-    """|dr|² of the minimum-image displacement for fractional differences `ds` (..., d)."""
-    ds = ds - jnp.round(ds)
-    if isinstance(space, PeriodicBox):
-        lengths = jnp.reshape(space.lengths, (1,) * (ds.ndim - 1) + (-1,))
-        dr = ds * lengths
-    else:
-        dr = ds @ space.cell
-    return jnp.sum(dr * dr, axis=-1)
+def _box_too_small(space: AbstractSpace, cutoff: float, rc: float) -> BoolScalar:
+    """Whether the box has become too narrow for the list: two images of a pair within
+    `cutoff`, or `cutoff + skin` past the distance up to which minimum image is exact
+    (a pair in between could be missed)."""
+    return (2 * cutoff > space.min_width()) | (rc > space.exact_image_reach())
+
+
+def _check_reach(space: AbstractSpace, cutoff: float, rc: float) -> None:
+    """At `create`: the cut-off below half the box, and `cutoff + skin` within the
+    space's exact minimum-image reach."""
+    space.check_range(cutoff, "cutoff")
+    reach = float(np.asarray(space.exact_image_reach(), dtype=np.float64))
+    if not rc <= reach:
+        raise ValueError(
+            f"cutoff + skin = {rc:.6g} must be at most {reach:.6g}, the distance up to which "
+            f"the {type(space).__name__}'s minimum image is exact (half its smallest "
+            "width): a pair between the two could be listed at a farther image and be "
+            "missed. Use a smaller skin or cutoff, or a larger box."
+        )
 
 
 def _row_prefix(mask: Bool[Array, "n k"]) -> Int[Array, "n k"]:
@@ -215,16 +204,12 @@ def _np_cell_index(
 ) -> np.ndarray:
     """Host-side binning at `create` time (mirrors the traced binning in `build`)."""
     g = np.array(grid)
-    if isinstance(space, FreeSpace):
-        idx = np.floor((r - r.min(axis=0)) / rc).astype(np.int64)
-    else:
-        if isinstance(space, PeriodicBox):
-            s = r / np.asarray(space.lengths, dtype=np.float64)
-        else:
-            assert isinstance(space, TriclinicBox)
-            s = r @ np.linalg.inv(np.asarray(space.cell, dtype=np.float64))
+    if space.periodic:
+        s = r @ np.linalg.inv(np.asarray(space.cell_matrix(), dtype=np.float64))
         s = s - np.floor(s)
         idx = np.floor(s * g).astype(np.int64)
+    else:
+        idx = np.floor((r - r.min(axis=0)) / rc).astype(np.int64)
     idx = np.clip(idx, 0, g - 1)
     return np.asarray(np.ravel_multi_index(tuple(idx.T), grid))
 
@@ -289,9 +274,13 @@ class NeighborListBuilder(eqx.Module):
         Call it outside `jit` (it reads the values of `space` and `positions`).
 
         - Periodic boxes: `grid[k] = floor(w_k / (cutoff + skin))` cells along lattice
-          direction `k`, where `w_k` is the box's perpendicular width (`Lₖ` for
-          [`PeriodicBox`][sciad.md.PeriodicBox]). Needs `cutoff < min_width / 2`
-          (minimum image).
+          direction `k`, where `w_k` is the box's perpendicular width
+          ([`widths`][sciad.md.AbstractSpace.widths]; `Lₖ` for a
+          [`PeriodicBox`][sciad.md.PeriodicBox]). Needs `cutoff ≤ min_width / 2`
+          (minimum image) and `cutoff + skin` within the space's
+          [`exact_image_reach`][sciad.md.AbstractSpace.exact_image_reach] (half the
+          smallest width of a triclinic cell; no limit for a `PeriodicBox`), or a pair
+          could move inside `cutoff` unlisted.
         - [`FreeSpace`][sciad.md.FreeSpace]: cells of edge `cutoff + skin` on a grid
           anchored at the traced minimum corner of the positions, covering their
           initial bounding box plus 25% (and two cells) of headroom; if the cloud
@@ -300,7 +289,8 @@ class NeighborListBuilder(eqx.Module):
 
         **Arguments:**
 
-        - `space`: a `FreeSpace`, `PeriodicBox` or `TriclinicBox` (concrete).
+        - `space`: any `sciad.md` space (concrete), e.g. `FreeSpace`, `PeriodicBox`,
+          `TriclinicBox`.
         - `positions`: shape `(n, d)`, a representative configuration (length).
         - `cutoff`: the interaction range (length).
         - `skin`: the extra range kept in the list (length, ≥ 0); rebuild when a
@@ -349,34 +339,23 @@ class NeighborListBuilder(eqx.Module):
             raise ValueError(f"max_per_cell must be a positive int, got {max_per_cell!r}.")
         rc = cutoff + skin
         space_type = type(space)
+        space.check_positions(r, "positions")
 
-        if isinstance(space, FreeSpace):
+        if space.periodic:
+            _check_reach(space, cutoff, rc)
+            w = np.asarray(space.widths(), dtype=np.float64)
+            grid = tuple(max(1, int(np.floor(wk / (rc * (1.0 + _EDGE_MARGIN))))) for wk in w)
+            too_big = False
+        else:
             ext = np.ptp(r, axis=0)
             grid = tuple(int(np.floor((1.0 + _FREE_HEADROOM) * e / rc)) + 2 for e in ext)
             too_big = math.prod(grid) > _FREE_MAX_CELLS_PER_PARTICLE * n + 64
-        else:
-            assert isinstance(space, (PeriodicBox, TriclinicBox))
-            space_d = (
-                np.shape(space.lengths)[0]
-                if isinstance(space, PeriodicBox)
-                else np.shape(space.cell)[0]
-            )
-            if space_d != d:
-                raise ValueError(f"positions have d = {d} but the space has d = {space_d}.")
-            w = _np_widths(space)
-            if not cutoff < 0.5 * float(np.min(w)):
-                raise ValueError(
-                    f"cutoff = {cutoff} must be below half the box's smallest width "
-                    f"({float(np.min(w))}) for the minimum-image convention."
-                )
-            grid = tuple(max(1, int(np.floor(wk / (rc * (1.0 + _EDGE_MARGIN))))) for wk in w)
-            too_big = False
 
         occupancy = np.bincount(_np_cell_index(space, r, grid, rc), minlength=math.prod(grid))
         max_occ = int(occupancy.max())
         if max_per_cell is None:
             max_per_cell = max(1, math.ceil(capacity_factor * max_occ))
-        offsets, half = _stencil(grid, not isinstance(space, FreeSpace))
+        offsets, half = _stencil(grid, space.periodic)
         n_stencil = offsets.shape[0] + half
         if method == "brute" or too_big:
             use_grid = None
@@ -433,15 +412,16 @@ class NeighborListBuilder(eqx.Module):
         strides = jnp.asarray(
             [math.prod(self.grid[k + 1 :]) for k in range(d)], dtype=jnp.int32
         )  # row-major
-        periodic = not isinstance(space, FreeSpace)
+        periodic = space.periodic
         dtype = positions.dtype
 
         # 1. Bin the particles.
-        if isinstance(space, (PeriodicBox, TriclinicBox)):
-            s = _fractional(space, positions)
+        if periodic:
+            s = space.to_fractional(positions)
             s = s - jnp.floor(s)
             idx = jnp.floor(s * grid.astype(dtype)[None, :]).astype(jnp.int32)
-            box_overflow = jnp.any(_widths(space) < rc * grid.astype(dtype))
+            box_overflow = jnp.any(space.widths() < rc * grid.astype(dtype))
+            box_overflow = box_overflow | _box_too_small(space, self.cutoff, rc)
         else:
             s = positions
             origin = jnp.min(positions, axis=0, keepdims=True)
@@ -520,11 +500,7 @@ class NeighborListBuilder(eqx.Module):
         positions = jax.lax.stop_gradient(positions)
         n = positions.shape[0]
         rc = self.cutoff + self.skin
-        s = (
-            _fractional(space, positions)
-            if isinstance(space, (PeriodicBox, TriclinicBox))
-            else positions
-        )
+        s = space.to_fractional(positions) if space.periodic else positions
         d2 = _sq_dist(space, s[:, None, :] - s[None, :, :])
         ar = jnp.arange(n, dtype=jnp.int32)
         j_all = jnp.broadcast_to(ar[None, :], (n, n))
@@ -535,7 +511,7 @@ class NeighborListBuilder(eqx.Module):
             j=j,
             reference=positions,
             count=count,
-            did_overflow=overflow,
+            did_overflow=overflow | _box_too_small(space, self.cutoff, rc),
             cutoff=self.cutoff,
             skin=self.skin,
             capacity=self.capacity,

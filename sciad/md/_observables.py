@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._core._types import FloatScalar, Positions
+from .._core._validate import check_int, check_positive, is_concrete
 from ._potential import all_pairs
 from ._space import AbstractSpace
 from ._system import MDSystem
@@ -34,16 +35,27 @@ def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
     )
 
 
+def _needs_volume(space: AbstractSpace, what: str) -> None:
+    if not space.periodic:
+        raise TypeError(
+            f"{what} needs a volume, so a periodic space (sciad.md.PeriodicBox or "
+            f"sciad.md.TriclinicBox); got {type(space).__name__}. In free space the "
+            "pressure is not defined (the virial alone is sciad.md.virial_tensor)."
+        )
+
+
 def stress_tensor(system: MDSystem, q: Positions, p: Positions) -> Float[Array, "d d"]:
     """The pressure tensor P_ab = (Σᵢ p_a p_b / mᵢ + W_ab) / V (virial route).
 
     **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
 
     **Returns:** shape `(d, d)` (energy/length^d); its trace over d is the pressure.
-    Reference: Allen & Tildesley (2017), §2.4.
+    Reference: Allen & Tildesley (2017), §2.4. Refused (`TypeError`) in free space,
+    which has no volume.
 
     **Example:** `P = sciad.md.stress_tensor(system, q, p)`
     """
+    _needs_volume(system.space, "stress_tensor")
     kinetic = jnp.einsum("na,nb->ab", p / system.masses[:, None], p)
     return (kinetic + virial_tensor(system, q)) / system.space.volume()
 
@@ -54,10 +66,11 @@ def pressure(system: MDSystem, q: Positions, p: Positions) -> FloatScalar:
     **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
 
     **Returns:** a scalar (energy/length^d). Add `lj_tail_corrections` for a truncated
-    LJ fluid.
+    LJ fluid. Refused (`TypeError`) in free space, which has no volume.
 
     **Example:** `P = sciad.md.pressure(system, q, p)`
     """
+    _needs_volume(system.space, "pressure")
     return jnp.trace(stress_tensor(system, q, p)) / q.shape[1]
 
 
@@ -82,12 +95,27 @@ def radial_distribution(
     trajectory).
 
     **Arguments:** `space` (a periodic space: it sets the volume), `q`: shape `(n, d)`,
-    `r_max` (≤ half the box width), `n_bins`, `smoothing` (length) or `None`.
+    `r_max` (> 0 and ≤ half the box's smallest width: a shell beyond it is cut by the
+    cell's faces and would be under-counted), `n_bins` (int ≥ 1), `smoothing` (length,
+    > 0) or `None`. Each is checked before tracing.
 
     **Returns:** `(r, g)`: bin centres and g(r), each shape `(n_bins,)`.
 
     **Example:** `r, g = sciad.md.radial_distribution(space, q, r_max=3.0, n_bins=150)`
     """
+    _needs_volume(space, "radial_distribution")
+    space.check_positions(q, "radial_distribution positions q")
+    check_positive(r_max, "radial_distribution r_max")
+    check_int(n_bins, "radial_distribution n_bins")
+    if smoothing is not None:
+        check_positive(smoothing, "radial_distribution smoothing")
+    width = space.min_width()
+    if is_concrete(width) and is_concrete(r_max) and not float(r_max) <= 0.5 * float(width):
+        raise ValueError(
+            f"radial_distribution r_max = {float(r_max):.6g} must be at most half the box's "
+            f"smallest width ({float(width):.6g}, so r_max <= {0.5 * float(width):.6g}): "
+            "beyond it the shells are cut by the cell's faces and g(r) is under-counted."
+        )
     n, d = q.shape
     i, j, _ = all_pairs(n)
     dist = jnp.linalg.norm(jax.vmap(space.displacement)(q[i], q[j]), axis=-1)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core._rows import pair_difference
 from .._core._types import Anything, FloatScalar, Positions
-from ._space import AbstractSpace, FreeSpace, PeriodicBox, TriclinicBox
+from ._space import AbstractSpace
 
 Pairs = tuple[Int[Array, " m"], Int[Array, " m"], Bool[Array, " m"]]
 
@@ -351,9 +351,9 @@ class PotentialSum(AbstractPotential):
 def strain_space(space: AbstractSpace, deformation: Float[Array, "d d"]) -> AbstractSpace:
     """The space deformed by the matrix F = I + ε: every lattice vector a ↦ F a.
 
-    `FreeSpace` is unchanged; a `PeriodicBox` becomes the `TriclinicBox` with cell
-    diag(L) Fᵀ (rows are lattice vectors), a `TriclinicBox` gets cell · Fᵀ.
-    Differentiable in F; used for the virial.
+    The space's own [`deformed`][sciad.md.AbstractSpace.deformed]: `FreeSpace` is
+    unchanged; a periodic cell becomes the `TriclinicBox` with cell · Fᵀ (rows are
+    lattice vectors). Differentiable in F; used for the virial.
 
     **Arguments:** `space`; `deformation` F, shape `(d, d)`.
 
@@ -361,27 +361,40 @@ def strain_space(space: AbstractSpace, deformation: Float[Array, "d d"]) -> Abst
 
     **Example:** `sheared = sciad.md.strain_space(box, jnp.eye(3).at[0, 1].set(0.1))`
     """
-    if isinstance(space, FreeSpace):
-        return space
-    if isinstance(space, PeriodicBox):
-        return TriclinicBox(space.lengths[:, None] * deformation.T)
-    if isinstance(space, TriclinicBox):
-        return TriclinicBox(space.cell @ deformation.T)
-    raise TypeError(
-        f"The strain virial needs a space it can deform (FreeSpace, PeriodicBox, "
-        f"TriclinicBox); got {type(space).__name__}."
-    )
+    return space.deformed(deformation)
 
 
-def cell_matrix(space: AbstractSpace) -> Float[Array, "d d"]:
-    """The lattice vectors of a periodic space as the rows of a matrix (length units)."""
-    if isinstance(space, PeriodicBox):
-        return jnp.diag(space.lengths)
-    if isinstance(space, TriclinicBox):
-        return space.cell
-    raise TypeError(
-        f"A periodic space is needed (PeriodicBox, TriclinicBox); got {type(space).__name__}."
-    )
+def concrete_range(potential: AbstractPotential) -> float | None:
+    """The potential's `range()` as a float, or `None` while it depends on traced values."""
+    try:
+        return float(potential.range())
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
+
+
+def check_range(potential: AbstractPotential, space: AbstractSpace) -> None:
+    """Refuse, before tracing, a term whose range reaches past half the periodic box.
+
+    Minimum image sums each pair once, at its nearest image, which is the periodic
+    sum only while every term's range (a pair potential's cut-off, Ewald's real-space
+    cut-off; `inf` for an untruncated pair potential) is below half the box's smallest
+    perpendicular width. Terms whose range depends on traced parameters are skipped.
+
+    **Arguments:** `potential` (a term or a sum), `space`.
+
+    **Returns:** nothing; raises `ValueError` naming the term, its range and the width.
+    """
+    for term in _terms(potential):
+        reach = concrete_range(term)
+        if reach is None:
+            continue
+        if reach == float("inf") and space.periodic:
+            raise ValueError(
+                f"{type(term).__name__} has infinite range, but in a periodic space "
+                "(minimum image) a pair interaction must be cut off below half the box's "
+                "smallest width; wrap it in sciad.md.Truncated(potential, cutoff)."
+            )
+        space.check_range(reach, f"The {type(term).__name__} cut-off")
 
 
 def pair_displacements(

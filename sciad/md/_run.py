@@ -200,7 +200,10 @@ class NeighborListIntegrator(AbstractIntegrator):
         return state[3]
 
     def status(self, state: Anything) -> RESULTS:
-        """`neighbor_overflow` if any list built during the run overflowed, else
+        """The inner integrator's failure if any (a barostat's `box_too_small`, say), else
+        `neighbor_overflow` if any list built during the run overflowed, else
         `neighbor_list_stale` if a particle crossed half the skin within one step."""
         stale = RESULTS.where(state[4], RESULTS.neighbor_list_stale, RESULTS.successful)
-        return RESULTS.where(state[2], RESULTS.neighbor_overflow, stale)
+        own = RESULTS.where(state[2], RESULTS.neighbor_overflow, stale)
+        inner = self.integrator.status(state[0])
+        return RESULTS.where(inner == RESULTS.successful, own, inner)

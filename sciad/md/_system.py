@@ -14,6 +14,7 @@ from ._pair import pair_energy_sum as pair_energy_sum, per_pair as per_pair
 from ._potential import (
     AbstractPotential,
     all_pairs as all_pairs,
+    check_range,
     Exclusions,
     pair_displacements as pair_displacements,
     Pairs as Pairs,
@@ -181,6 +182,7 @@ class MDSystem(AbstractSeparableModel):
         if self.neighbors is not None:
             _check_neighbors(self.neighbors, n, _reach(self.potential))
         self.potential.check_system(self.space, n)
+        check_range(self.potential, self.space)  # cut-off below half the box (minimum image)
 
     def potential_energy(self, q: Positions) -> FloatScalar:
         """U(q) (energy units): pair terms sum over [`pairs`][sciad.md.MDSystem.pairs].
@@ -240,6 +242,7 @@ class MDSystem(AbstractSeparableModel):
                 raise ValueError(
                     f"{name} must have shape (n, d) with n = len(masses) = {n}; got {np.shape(a)}."
                 )
+        self.space.check_positions(y[0] if isinstance(y, tuple) else y, "y0[0] (q)")
         super().check_state(y)
         self.check_positions(y[0], "y0[0] (q)")
         if self.neighbors is not None:

@@ -1,8 +1,11 @@
 """Bad input to `sciad.md` and the error each must raise."""
 
+import io
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 import pytest
 
@@ -266,7 +269,7 @@ FORCEFIELD_CASES = [
         "ewald cutoff",
         lambda: md.MDSystem(BOX4, md.Ewald(jnp.ones(2), 1.0, 2.5, 2), masses=jnp.ones(2)),
         ValueError,
-        "Ewald cutoff = 2.5 must be below half the box's smallest width",
+        "Ewald cutoff = 2.5 must be at most half the box's smallest width",
     ),
     (
         "ewald kmax",
@@ -1161,7 +1164,365 @@ DATA_CASES = [
 ]
 
 
-CASES = MD_CASES + MINIMIZE_CASES + FORCEFIELD_CASES + ENSEMBLE_CASES + LEAD_CASES + DATA_CASES
+# geometry (spaces, cut-offs, boxes) --------------------------------------------------------
+# Every space answers dimension, cell, widths, volume and fractional coordinates; a periodic
+# space refuses ranges past half its smallest width (minimum image), a free space refuses
+# volume questions, and degenerate boxes are refused before any tracing.
+
+_NAN = float("nan")
+_FCC32, _L32 = md.lattice("fcc", 2, 1.6)  # 32 atoms, L = 3.2 (issue 18's example)
+_LJ25 = md.Truncated(md.LennardJones(1.0, 1.0), cutoff=2.5)
+# A skewed cell: every lattice vector at least 5.8 long, but its smallest width is 2.
+_SKEW = md.TriclinicBox(jnp.array([[6.0, 0.0, 0.0], [5.5, 2.0, 0.0], [0.0, 0.0, 6.0]]))
+# The neighbour-list test cell: smallest width 4.74, so cutoff + skin <= 2.37.
+_TRI = md.TriclinicBox(jnp.array([[5.0, 0.0, 0.0], [1.5, 5.0, 0.0], [-1.0, 1.0, 9.0]]))
+_TRI2 = md.TriclinicBox(jnp.array([[5.0, 0.0], [1.0, 5.0]]))
+_Q8 = jnp.asarray(np.random.default_rng(0).uniform(0.0, 4.0, (8, 3)))
+_BOX10 = md.PeriodicBox(jnp.full(3, 10.0))
+_HALF = "must be at most half the box's smallest width"
+
+
+def _md(space, pot=_LJ25, n=8, **kw):
+    return md.MDSystem(space, pot, masses=jnp.ones(n), **kw)
+
+
+def _run_q(space, q, pot=_LJ25):
+    n = q.shape[0]
+    return sciad.simulate(_md(space, pot, n), (q, jnp.zeros_like(q)), dt=0.01, n_steps=1)
+
+
+def _gas(space):
+    return md.MDSystem(space, md.Truncated(md.GaussianCore(0.0, 1.0), 1.0), masses=jnp.ones(8))
+
+
+def _rdf(space=_BOX10, q=_Q8, **kw):
+    args = dict(r_max=3.0, n_bins=10)
+    return md.radial_distribution(space, q, **{**args, **kw})
+
+
+def _list(space, q=_Q8, **kw):
+    args = dict(cutoff=2.0, skin=0.3)
+    return md.NeighborListBuilder.create(space, q, **{**args, **kw})
+
+
+GEOMETRY_CASES = [
+    # boxes refused on their face
+    (
+        "box negative length",
+        lambda: md.PeriodicBox(jnp.array([5.0, -5.0, 5.0])),
+        ValueError,
+        r"PeriodicBox.lengths must be finite and > 0; got -5.0",
+    ),
+    (
+        "box zero length",
+        lambda: md.PeriodicBox(jnp.array([5.0, 0.0, 5.0])),
+        ValueError,
+        r"PeriodicBox.lengths must be finite and > 0; got 0.0",
+    ),
+    (
+        "box NaN length",
+        lambda: md.PeriodicBox(jnp.array([5.0, _NAN, 5.0])),
+        ValueError,
+        r"PeriodicBox.lengths must be finite and > 0; got nan",
+    ),
+    (
+        "box inf length",
+        lambda: md.PeriodicBox(jnp.array([5.0, jnp.inf, 5.0])),
+        ValueError,
+        r"PeriodicBox.lengths must be finite and > 0; got inf",
+    ),
+    (
+        "box complex lengths",
+        lambda: md.PeriodicBox(jnp.array([5.0 + 1j, 5.0, 5.0])),
+        TypeError,
+        r"PeriodicBox.lengths must be real",
+    ),
+    (
+        "box no dimensions",
+        lambda: md.PeriodicBox(jnp.zeros(0)),
+        ValueError,
+        r"PeriodicBox.lengths must have shape \(d,\), got \(0,\)",
+    ),
+    (
+        "triclinic singular cell",
+        lambda: md.TriclinicBox(jnp.array([[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [4.0, 4.0, 0.0]])),
+        ValueError,
+        r"TriclinicBox.cell is singular or degenerate: its lattice vectors \(rows\) are linearly",
+    ),
+    (
+        "triclinic flat cell",
+        lambda: md.TriclinicBox(jnp.array([[4.0, 0.0], [4.0, 1e-15]])),
+        ValueError,
+        "TriclinicBox.cell is singular or degenerate",
+    ),
+    (
+        "triclinic zero row",
+        lambda: md.TriclinicBox(jnp.array([[4.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 4.0]])),
+        ValueError,
+        r"TriclinicBox.cell has a zero lattice vector \(row 1\)",
+    ),
+    (
+        "triclinic NaN cell",
+        lambda: md.TriclinicBox(jnp.eye(3).at[0, 1].set(_NAN)),
+        ValueError,
+        "TriclinicBox.cell must be finite",
+    ),
+    # free space has no cell and no volume
+    ("free space volume", lambda: md.FreeSpace().volume(), TypeError, "FreeSpace has no volume"),
+    (
+        "free space cell",
+        lambda: md.FreeSpace().cell_matrix(),
+        TypeError,
+        r"FreeSpace has no cell: it needs a periodic space",
+    ),
+    (
+        "free space widths",
+        lambda: md.FreeSpace().widths(),
+        TypeError,
+        "FreeSpace has no cell widths",
+    ),
+    (
+        "free space fractional coordinates",
+        lambda: md.FreeSpace().to_fractional(_Q8),
+        TypeError,
+        "FreeSpace has no fractional coordinates",
+    ),
+    # pair cut-offs past half the box (minimum image), each space and each kind of term
+    (
+        "fcc cutoff above half box",
+        lambda: _md(_L32, n=32),
+        ValueError,
+        r"The Truncated cut-off = 2.5 " + _HALF + r" \(3.2, so at most 1.6\)",
+    ),
+    (
+        "cutoff above half the short side",
+        lambda: _md(md.PeriodicBox(jnp.array([10.0, 10.0, 4.0]))),
+        ValueError,
+        r"cut-off = 2.5 " + _HALF + r" \(4, so at most 2\)",
+    ),
+    (
+        "cutoff above half a 2-D box",
+        lambda: _md(md.PeriodicBox(jnp.array([4.0, 4.0]))),
+        ValueError,
+        r"cut-off = 2.5 " + _HALF + r" \(4,",
+    ),
+    (
+        "cutoff above half a skewed triclinic width",
+        lambda: _md(_SKEW, md.Truncated(md.LennardJones(1.0, 1.0), cutoff=1.5)),
+        ValueError,
+        r"cut-off = 1.5 " + _HALF + r" \(2, so at most 1\) .* TriclinicBox",
+    ),
+    (
+        "cutoff above half a 2-D triclinic width",
+        lambda: _md(_TRI2),
+        ValueError,
+        r"cut-off = 2.5 " + _HALF + r" \(4.9",
+    ),
+    (
+        "untruncated pair potential in a periodic box",
+        lambda: _md(_BOX10, md.LennardJones(1.0, 1.0)),
+        ValueError,
+        r"LennardJones has infinite range, but in a periodic space",
+    ),
+    (
+        "untruncated pair potential in a triclinic box",
+        lambda: _md(_TRI, md.Morse(1.0, 2.0, 1.0)),
+        ValueError,
+        "Morse has infinite range",
+    ),
+    (
+        "soft sphere diameter above half box",
+        lambda: _md(md.PeriodicBox(jnp.full(3, 3.0)), md.SoftSphere(2.0, 1.0)),
+        ValueError,
+        r"The SoftSphere cut-off = 2 " + _HALF + r" \(3, so at most 1.5\)",
+    ),
+    (
+        "pair sum cutoff above half box",
+        lambda: _md(
+            md.PeriodicBox(jnp.full(3, 5.0)),
+            md.Truncated(md.LennardJones(1.0, 1.0), 1.0) + md.Truncated(md.Yukawa(1.0, 1.0), 3.0),
+        ),
+        ValueError,
+        r"The PairSum cut-off = 3 " + _HALF,
+    ),
+    (
+        "cutoff of one term of a sum above half box",
+        lambda: _md(
+            md.PeriodicBox(jnp.full(3, 5.0)),
+            md.Truncated(md.LennardJones(1.0, 1.0), 3.0)
+            + md.HarmonicBond(jnp.array([[0, 1]]), 1.0, 1.0),
+        ),
+        ValueError,
+        r"The Truncated cut-off = 3 " + _HALF,
+    ),
+    (
+        "ewald cutoff above half a triclinic width",
+        lambda: _md(_SKEW, md.Ewald(jnp.ones(8), 1.0, 1.5, 2)),
+        ValueError,
+        r"Ewald cutoff = 1.5 " + _HALF + r" \(2,",
+    ),
+    (
+        "ewald 2-D triclinic",
+        lambda: _md(_TRI2, md.Ewald(jnp.ones(8), 1.0, 1.0, 2)),
+        ValueError,
+        "Ewald summation needs a 3-D cell, got d = 2",
+    ),
+    (
+        "ewald for_accuracy in free space",
+        lambda: md.Ewald.for_accuracy(jnp.ones(2), md.FreeSpace(), cutoff=1.0),
+        TypeError,
+        r"Ewald summation needs a periodic space .* got FreeSpace",
+    ),
+    (
+        "dihedral in a 2-D triclinic cell",
+        lambda: _md(_TRI2, md.PeriodicDihedral(jnp.array([[0, 1, 2, 3]]), 1.0, 1, 0.0)),
+        ValueError,
+        "PeriodicDihedral needs a 3-D space, got d = 2",
+    ),
+    # positions of another dimension than the space's
+    (
+        "positions 2-D in a 3-D box",
+        lambda: _run_q(_BOX10, _Q8[:, :2]),
+        ValueError,
+        r"y0\[0\] \(q\) has d = 2 but the space has d = 3",
+    ),
+    (
+        "positions 3-D in a 1-D box",  # lengths (1,) would broadcast over d = 3
+        lambda: _run_q(md.PeriodicBox(jnp.array([10.0])), _Q8),
+        ValueError,
+        r"y0\[0\] \(q\) has d = 3 but the space has d = 1",
+    ),
+    (
+        "positions 3-D in a 2-D triclinic cell",
+        lambda: _run_q(md.TriclinicBox(10 * jnp.eye(2)), _Q8),
+        ValueError,
+        r"has d = 3 but the space has d = 2 \(TriclinicBox",
+    ),
+    (
+        "minimize q0 d vs triclinic cell",
+        lambda: md.minimize(_md(md.TriclinicBox(10 * jnp.eye(2))), _Q8),
+        ValueError,
+        "q0 has d = 3 but the space has d = 2",
+    ),
+    # neighbour lists: the minimum image must cover cutoff (and cutoff + skin, where the
+    # minimum image is exact only up to half the width)
+    (
+        "list cutoff above half box",
+        lambda: _list(md.PeriodicBox(jnp.full(3, 4.0)), cutoff=2.5, skin=0.1),
+        ValueError,
+        r"cutoff = 2.5 " + _HALF + r" \(4, so at most 2\)",
+    ),
+    (
+        "list cutoff above half a triclinic width",
+        lambda: _list(_TRI, cutoff=2.5, skin=0.1),
+        ValueError,
+        r"cutoff = 2.5 " + _HALF + r" \(4.74",
+    ),
+    (
+        "list cutoff plus skin past the triclinic exact image",
+        lambda: _list(_TRI, cutoff=2.0, skin=0.5),
+        ValueError,
+        r"cutoff \+ skin = 2.5 must be at most 2.37.*TriclinicBox's minimum image is exact",
+    ),
+    (
+        "list positions of another dimension",
+        lambda: _list(_BOX10, _Q8[:, :2]),
+        ValueError,
+        "positions has d = 2 but the space has d = 3",
+    ),
+    (
+        "list built for another space type",
+        lambda: _list(_BOX10).build(_TRI, _Q8),
+        TypeError,
+        "This builder was made for PeriodicBox, got TriclinicBox",
+    ),
+    # observables that need a volume, and g(r) past half the box
+    (
+        "pressure in free space",
+        lambda: md.pressure(_gas(md.FreeSpace()), _Q8, _Q8),
+        TypeError,
+        r"pressure needs a volume, so a periodic space .* got FreeSpace",
+    ),
+    (
+        "stress tensor in free space",
+        lambda: md.stress_tensor(_gas(md.FreeSpace()), _Q8, _Q8),
+        TypeError,
+        "stress_tensor needs a volume",
+    ),
+    (
+        "rdf in free space",
+        lambda: _rdf(md.FreeSpace()),
+        TypeError,
+        "radial_distribution needs a volume",
+    ),
+    (
+        "rdf r_max above half box",
+        lambda: _rdf(md.PeriodicBox(jnp.full(3, 5.0))),
+        ValueError,
+        r"radial_distribution r_max = 3 must be at most half the box's smallest width \(5,",
+    ),
+    (
+        "rdf r_max above half the short side",
+        lambda: _rdf(md.PeriodicBox(jnp.array([10.0, 10.0, 5.0]))),
+        ValueError,
+        r"r_max = 3 must be at most half the box's smallest width \(5, so r_max <= 2.5\)",
+    ),
+    (
+        "rdf r_max above half a triclinic width",
+        lambda: _rdf(_SKEW, r_max=1.5),
+        ValueError,
+        r"r_max = 1.5 must be at most half the box's smallest width \(2,",
+    ),
+    (
+        "rdf r_max negative",
+        lambda: _rdf(r_max=-1.0),
+        ValueError,
+        "radial_distribution r_max must be finite and > 0; got -1.0",
+    ),
+    ("rdf n_bins zero", lambda: _rdf(n_bins=0), ValueError, "n_bins must be an int >= 1; got 0"),
+    ("rdf n_bins float", lambda: _rdf(n_bins=10.0), TypeError, "n_bins must be an int"),
+    (
+        "rdf smoothing negative",
+        lambda: _rdf(smoothing=-0.1),
+        ValueError,
+        "radial_distribution smoothing must be finite and > 0; got -0.1",
+    ),
+    (
+        "rdf positions of another dimension",
+        lambda: _rdf(q=_Q8[:, :2]),
+        ValueError,
+        "radial_distribution positions q has d = 2 but the space has d = 3",
+    ),
+    (
+        "random positions in free space",
+        lambda: md.random_positions(jax.random.key(0), 4, md.FreeSpace(), 1.0),
+        TypeError,
+        "space must be periodic",
+    ),
+    (
+        "extxyz box of 2-D",
+        lambda: md.write_extxyz(io.StringIO(), _Q8, box=_TRI2),
+        ValueError,
+        r"extended XYZ is 3-D; the cell has shape \(2, 2\)",
+    ),
+    (
+        "extxyz box type",
+        lambda: md.write_extxyz(io.StringIO(), _Q8, box=3.0),
+        TypeError,
+        "box must be a sciad.md space",
+    ),
+]
+
+
+CASES = (
+    MD_CASES
+    + MINIMIZE_CASES
+    + FORCEFIELD_CASES
+    + ENSEMBLE_CASES
+    + LEAD_CASES
+    + DATA_CASES
+    + GEOMETRY_CASES
+)
 
 
 @pytest.mark.parametrize("name", case_names(CASES))

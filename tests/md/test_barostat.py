@@ -28,6 +28,9 @@ class Zero(md.AbstractPairPotential):
     def pair_energy(self, r):
         return 0.0 * r
 
+    def range(self):
+        return 0.0
+
 
 def _volume(t, y, m):
     return m.space.volume()
@@ -276,3 +279,40 @@ def test_float32_dtypes_follow_the_inputs():
         box = traj.integrator_state[1]
         assert traj.y1[0].dtype == traj.y1[1].dtype == box.lengths.dtype == f32
         assert bool(jnp.all(jnp.isfinite(traj.y1[0])))
+
+
+def _compressed_gas():
+    """27 non-interacting particles with a cut-off r_c = 1.5 in a box of L = 3.78, pushed
+    by P₀ = 20 (their own pressure is 0.5): the box falls below 2 r_c = 3 in 4 steps."""
+    q, box = md.lattice_for_density("sc", 27, 0.5)
+    pot = md.Truncated(md.GaussianCore(0.0, 1.0), cutoff=1.5)
+    system = md.MDSystem(box, pot, masses=jnp.ones(27))
+    y0 = (q, md.maxwell_boltzmann(jax.random.key(0), system.masses, 1.0))
+    npt = md.CellRescaling(
+        md.LangevinBAOAB(1.0, 1.0, jax.random.key(1)),
+        pressure=20.0,
+        compressibility=0.5,
+        tau_p=0.2,
+        key=jax.random.key(2),
+    )
+    return system, y0, npt
+
+
+def test_box_compressed_below_twice_the_cutoff_is_reported():
+    """The minimum image fails once the box is narrower than 2 r_c: the run reports
+    RESULTS.box_too_small (raised with throw=True), also inside a neighbour list; the
+    run that stops before the box crosses 2 r_c is successful."""
+    system, y0, npt = _compressed_gas()
+    width = sciad.SaveAt(steps=1, fn=lambda t, y, m: m.space.min_width())
+    traj = run(system, y0, npt, 40, saveat=width, throw=False)
+    w = np.asarray(traj.ys)
+    crossed = int(np.argmax(w < 3.0))  # index of the first step narrower than 2 r_c
+    assert w[crossed] < 3.0 <= w[: crossed].min() and crossed >= 2
+    assert traj.result == sciad.RESULTS.box_too_small
+    before = run(system, y0, npt, crossed, throw=False)
+    assert before.result == sciad.RESULTS.successful
+    with pytest.raises(eqx.EquinoxRuntimeError, match="narrower than twice the interaction"):
+        run(system, y0, npt, 40)
+    builder = md.NeighborListBuilder.create(system.space, y0[0], cutoff=1.5, skin=0.2)
+    listed = run(system, y0, md.NeighborListIntegrator(npt, builder), 40, throw=False)
+    assert listed.result == sciad.RESULTS.box_too_small  # not reported as an overflow
