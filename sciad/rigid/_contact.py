@@ -922,7 +922,7 @@ DEEP_PENETRATION = 0.1
 # optimisations (it runs once per `simulate` call: compiling fast matters, not running;
 # filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
 _distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
-    lambda model, q: model.contacts(q).dist,
+    lambda model, q: (lambda c: (c.dist, c.time_constant))(model.contacts(q)),
     compiler_options={"xla_backend_optimization_level": 0},
 )
 
@@ -939,14 +939,13 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     is checked unless `q` and the model are concrete."""
     if not all(is_concrete(x) for x in jax.tree.leaves((model, q))):
         return
-    dist = np.asarray(_distances(model, q))
+    dist, taus = (np.asarray(x) for x in _distances(model, q))
     geoms = model.geoms
     groups = _pair_groups(geoms, model.pairs)
     ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
     ib = np.concatenate([np.repeat(b, k) for _, k, _, b in groups])
     size = np.asarray([float(g.shape.inradius()) for g in geoms])
     limit = DEEP_PENETRATION * np.minimum(size[ia], size[ib])
-    tau = float(model.contact.time_constant)
     deep = -dist > limit
     # The stacklevel of the user's call: the first frame outside sciad and the libraries
     # that wrap its methods (this frame is level 1).
@@ -956,6 +955,7 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     for i, j in dict.fromkeys(zip(ia[deep].tolist(), ib[deep].tolist(), strict=True)):
         mine = (ia == i) & (ib == j)
         depth, allowed = float(np.max(-dist[mine])), float(limit[mine][0])
+        tau = float(taus[mine][0])
         warnings.warn(
             f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)} start {depth:.3g} deep "
             f"in each other, more than {DEEP_PENETRATION} of the smaller geom's inradius "

@@ -158,6 +158,11 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
             "remove them or enable actuation."
         )
+    if disabled(m, mujoco, "mjDSBL_REFSAFE"):
+        label.block(
+            'MJCF <option><flag refsafe="disable">: sciad always keeps time constants at '
+            "two steps or more (refsafe)."
+        )
     if m.opt.disableactuator != 0:
         label.block(
             "MJCF <option actuatorgroupdisable>: disabled actuator groups are not supported."
