@@ -273,4 +273,8 @@ def test_legitimate_signs_are_accepted():
     traj = sciad.ode.solve(cold, jnp.array([1.0, 1.0, 1.0]), jnp.array([0.0, 20.0]))
     assert np.all(np.abs(np.asarray(traj.ys[-1])) < 1e-3)
     # zero is allowed where a term may be switched off
-    sciad.ode.VanDerPol(mu=0.0), sciad.ode.SIR(beta=0.0), sciad.ode.NBody(jnp.ones(2), softening=0.0)
+    harmonic = sciad.ode.VanDerPol(mu=0.0).vector_field(0.0, jnp.array([1.0, 0.5]))
+    assert np.allclose(harmonic, [0.5, -1.0], rtol=1e-14)
+    no_spread = sciad.ode.SIR(beta=0.0, gamma=0.1).vector_field(0.0, jnp.array([0.9, 0.1, 0.0]))
+    assert np.allclose(no_spread, [0.0, -0.01, 0.01], rtol=1e-14)
+    assert float(sciad.ode.NBody(jnp.ones(2), softening=0.0).softening) == 0.0
