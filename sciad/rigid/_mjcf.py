@@ -224,7 +224,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       constraints act on accelerations, sciad's on velocities: a limit stops a joint
       within a step rather than over about τ, so trajectories agree closely until a
       limit is hit and come to rest near the same place (measured in docs/rigid.md).
-      A negative (direct stiffness and damping) limit `solref` is refused.
+      A limit `margin` engages the limit that far inside the range, as in MuJoCo
+      (the range is narrowed by it). A negative (direct stiffness and damping) limit
+      `solref` is refused.
     - **actuators** with a joint transmission on a hinge or slider and affine force
       gain·u + bias (`motor`, `position`, `velocity`, `general` without dynamics):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
@@ -258,7 +260,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     such feature of the model, each naming the element (by its MuJoCo name, or its
     index when unnamed) and the feature: tendons, equality constraints, flexes, plugins,
     mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
-    limit margins, contact priorities, condim 4 and 6, unequal solmix, actuators on
+    contact priorities, condim 4 and 6, unequal solmix, actuators on
     ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
     dynamics (filters, integrators, muscles), force ranges, fluid forces and the
     discrete integrator.

@@ -141,8 +141,6 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     if np.ptp(m.dof_armature[dof : dof + nv]) != 0:
         label.block(f"{where}: different armature on the joint's dofs is not supported.")
     limited = bool(m.jnt_limited[j]) and not (no_constraint or disabled(m, mujoco, "mjDSBL_LIMIT"))
-    if limited and m.jnt_margin[j] != 0:
-        label.block(f"{where}: a limit margin is not supported.")
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
     # MuJoCo's spring pulls qpos towards qpos_spring (springref); sciad's q is qpos − ref.
     spring = dict(
@@ -158,7 +156,13 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
             )
             tau = 1.0
         kw.update(limit="hard", limit_time_constant=tau, limit_softness=eps)
-    rng = np.asarray(m.jnt_range[j], dtype=np.float64)
+    # A limit margin acts as MuJoCo's: the limit engages `margin` inside the range
+    # (MuJoCo's reference uses the distance less the margin), so the range shrinks by it.
+    margin = float(m.jnt_margin[j]) if limited else 0.0
+    rng = np.asarray(m.jnt_range[j], dtype=np.float64) + np.array([margin, -margin])
+    if limited and margin and not rng[0] < rng[1] and jt != int(T.mjJNT_BALL):
+        label.block(f"{where}: its limit margin {margin} closes its range.")
+        rng = np.asarray(m.jnt_range[j], dtype=np.float64)
     ref = float(m.qpos0[m.jnt_qposadr[j]])
     if jt == int(T.mjJNT_FREE):
         if m.body_parentid[b] != 0:  # MuJoCo's compiler refuses this too
