@@ -201,6 +201,10 @@ def fit(
         where = "model" + jax.tree_util.keystr(path)
         if f and not eqx.is_inexact_array(x):
             raise ValueError(f"{where} is selected as free but is not a float array.")
+        if f and jnp.iscomplexobj(x):
+            raise TypeError(
+                f"{where} is complex; fit its real and imaginary parts as two real parameters."
+            )
         if pos and not f:
             raise ValueError(f"{where} is marked positive but is not free.")
         if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
@@ -294,8 +298,11 @@ def _check_residuals(out: PyTree, data: Any) -> bool:
         raise ValueError("loss returned no residuals (an empty PyTree).")
     for path, r in leaves:
         where = "loss(model, data)" + jax.tree_util.keystr(path)
-        if not jnp.issubdtype(r.dtype, jnp.inexact):
-            raise TypeError(f"{where} has dtype {r.dtype}; residuals must be floating point.")
+        if not jnp.issubdtype(r.dtype, jnp.floating):
+            raise TypeError(
+                f"{where} has dtype {r.dtype}; residuals must be real floating point "
+                "(return complex residuals as their real and imaginary parts)."
+            )
         if int(np.prod(r.shape)) == 0:
             raise ValueError(f"{where} is empty (shape {r.shape}); there is nothing to fit.")
     if len(leaves) == 1 and leaves[0][1].shape == ():

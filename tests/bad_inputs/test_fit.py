@@ -160,7 +160,19 @@ CASES = [
         "integer residuals",
         lambda: sciad.fit(LINE, lambda m, d: jnp.arange(3)),
         TypeError,
-        "residuals must be floating point",
+        "residuals must be real floating point",
+    ),
+    (
+        "complex residuals",
+        lambda: sciad.fit(LINE, lambda m, d: predict(m) - d, OBS10 + 1j),
+        TypeError,
+        "residuals must be real floating point",
+    ),
+    (
+        "complex free parameter",
+        lambda: sciad.fit(Line(jnp.asarray(1.0 + 0j), jnp.asarray(0.0)), lambda m, d: jnp.zeros(2)),
+        TypeError,
+        r"model\.slope is complex",
     ),
     (
         "empty residuals",
