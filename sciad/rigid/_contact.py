@@ -52,6 +52,9 @@ class Geom(eqx.Module):
       (w, x, y, z).
     - `friction`: Coulomb coefficient μ ≥ 0 (a pair uses the larger of its two, as
       MuJoCo does).
+    - `condim`: 3 (default: sliding friction) or 1 (frictionless): as MuJoCo's, a pair
+      takes the larger of its two, so two condim-1 geoms touch without friction and
+      a condim-1 geom against a condim-3 one with the larger coefficient.
     - `restitution`: Newton's coefficient e in [0, 1] (a pair uses the larger): the
       normal velocity after an impact is −e times the one before, for a hard contact.
     - `contype`, `conaffinity`: MuJoCo's collision bitmasks (integers).
@@ -83,6 +86,7 @@ class Geom(eqx.Module):
     contype: int = eqx.field(static=True)
     conaffinity: int = eqx.field(static=True)
     name: str | None = eqx.field(static=True)
+    condim: int = eqx.field(static=True)
     time_constant: FloatScalar | None
     softness: FloatScalar | None
     margin: FloatScalar
@@ -102,6 +106,7 @@ class Geom(eqx.Module):
         time_constant: ScalarLike | None = None,
         softness: ScalarLike | None = None,
         margin: ScalarLike = 0.0,
+        condim: int = 3,
     ):
         if not isinstance(shape, AbstractShape):
             raise TypeError(
@@ -125,6 +130,7 @@ class Geom(eqx.Module):
         self.contype = check_int(contype, f"{label} contype", minimum=0)
         self.conaffinity = check_int(conaffinity, f"{label} conaffinity", minimum=0)
         self.name = name
+        self.condim = check_int(condim, f"{label} condim", allowed=(1, 3))
         for field, x in (("time_constant", time_constant), ("softness", softness)):
             if x is not None:
                 check_positive(x, f"{label} {field}")
@@ -843,7 +849,7 @@ def find_contacts(
                 (pts.dist - margin[:, None]).reshape(-1),
                 pts.normal.reshape(-1, 3),
                 pts.point.reshape(-1, 3),
-                jnp.repeat(jnp.maximum(fa, fb), k),
+                jnp.repeat(jnp.maximum(fa, fb) * _pair_condim_mask(geoms, ia, ib, dtype), k),
                 jnp.repeat(jnp.maximum(ea, eb), k),
                 weight.reshape(-1),
                 jnp.repeat(tau, k),
@@ -886,6 +892,15 @@ def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> No
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
                 "and capsules with each other, and boxes against planes, do)."
             )
+
+
+def _pair_condim_mask(
+    geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray, dtype: Anything
+) -> Array:
+    """1 where a pair has friction (the larger condim is 3), 0 for two condim-1 geoms."""
+    return jnp.asarray(
+        [max(geoms[i].condim, geoms[j].condim) > 1 for i, j in zip(ia, ib, strict=True)], dtype
+    )
 
 
 def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array]:

@@ -248,7 +248,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
       `eulerdamp` disable flags are honoured.
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
-      `friction` (condim 3, or 1: frictionless), each with its own time constant and
+      `friction` and `condim` (3, or 1: frictionless; a pair takes the larger, as in
+      MuJoCo), each with its own time constant and
       softness from its `solref` and `solimp` (as for the limits; a pair mixes its
       two geoms' as MuJoCo does with equal `solmix`) and its `margin` (a pair acts
       below the sum of its margins apart, as in MuJoCo 4, so a resting body hovers

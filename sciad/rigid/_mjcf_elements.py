@@ -315,32 +315,6 @@ def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int
     return pairs, sorted({g for pair in pairs for g in pair}), excluded
 
 
-def _frictionless(m: Any, label: Labels, ids: list[int], pairs: set[tuple[int, int]]) -> set[int]:
-    """The condim-1 geoms that get friction 0 in sciad (a pair uses the larger of its
-    geoms' frictions). MuJoCo's pair has the larger condim and the larger friction: two
-    condim-1 geoms touch without friction, a condim-1 geom against a condim-3 one with
-    the larger coefficient. A condim-1 geom that only meets condim-3 geoms keeps its
-    coefficient; one that meets condim-1 geoms gets 0, which is exact against the
-    condim-3 ones only where its own coefficient is the smaller (else reported)."""
-    condim = {g: int(m.geom_condim[g]) for g in ids}
-    zero = set()
-    for g in ids:
-        if condim[g] != 1:
-            continue
-        partners = [h for h in ids if (min(g, h), max(g, h)) in pairs]
-        if not any(condim[h] == 1 for h in partners):
-            continue
-        zero.add(g)
-        for h in partners:
-            if condim[h] != 1 and m.geom_friction[g][0] > m.geom_friction[h][0]:
-                label.block(
-                    f"{label('geom', g)} (condim 1) meets condim-1 geoms (no friction) and "
-                    f"{label('geom', h)} (condim 3, where MuJoCo uses the condim-1 geom's "
-                    "larger friction coefficient): sciad cannot represent both."
-                )
-    return zero
-
-
 def convert_geoms(
     m: Any,
     mujoco: Any,
@@ -365,7 +339,6 @@ def convert_geoms(
             'MJCF <option><flag filterparent="disable">: parent–child collisions are '
             "not supported (sciad never collides a body with its parent)."
         )
-    frictionless = _frictionless(m, label, ids, pairs)
     geoms = []
     for g in ids:
         where = label("geom", g)
@@ -397,7 +370,7 @@ def convert_geoms(
             continue
         b = int(m.geom_bodyid[g])
         pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
-        friction = 0.0 if g in frictionless else float(m.geom_friction[g][0])
+        friction = float(m.geom_friction[g][0])
         geoms.append(
             Geom(
                 shape,
@@ -412,6 +385,7 @@ def convert_geoms(
                 time_constant=tau,
                 softness=eps,
                 margin=float(m.geom_margin[g]),
+                condim=int(m.geom_condim[g]) if m.geom_condim[g] in (1, 3) else 3,
             )
         )
     # Body pairs that MuJoCo's filters keep apart (welds, parents' weld groups,

@@ -1089,3 +1089,34 @@ def test_sliding_box_against_mujoco(sliding_box):
     q0, v0 = sliding_box.default_state()
     traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 300)
     np.testing.assert_allclose(np.asarray(traj.ys[0][:, :3]), np.array(ref), atol=6e-4)
+
+
+def test_pair_friction_follows_condim_as_mujoco():
+    """A pair takes the larger condim and the larger friction: two condim-1 geoms touch
+    without friction, a condim-1 geom against a condim-3 one with the larger of the two
+    coefficients (its own included), as MuJoCo's mj_contactParam."""
+    floor = rigid.Geom(rigid.Plane(), friction=0.5, name="floor")
+    balls = [
+        rigid.Body(
+            n,
+            joint=rigid.FreeJoint(),
+            pos=jnp.array([x, 0.0, 0.1]),
+            mass=1.0,
+            inertia=jnp.full(3, 0.004),
+        )
+        for n, x in (("a", 0.0), ("b", 0.15))
+    ]
+    geoms = [
+        floor,
+        rigid.Geom(rigid.Sphere(0.1), body="a", friction=2.0, condim=1, name="ga"),
+        rigid.Geom(rigid.Sphere(0.1), body="b", friction=1.0, condim=1, name="gb"),
+    ]
+    model = rigid.MultiBody(balls, geoms=geoms)
+    c = model.contacts(model.default_state()[0])
+    by_pair = {
+        tuple(sorted((int(a), int(b)))): float(mu)
+        for a, b, mu in zip(c.body_a, c.body_b, np.asarray(c.friction), strict=True)
+    }
+    assert by_pair == {(-1, 0): 2.0, (-1, 1): 1.0, (0, 1): 0.0}
+    with pytest.raises(ValueError, match="condim must be one of"):
+        rigid.Geom(rigid.Sphere(0.1), condim=4)

@@ -374,7 +374,7 @@ def test_geom_pairs_match_mj_collision():
     assert float(geoms["d_sphere"].friction) == 0.7
     # condim 1 against condim-3 geoms only: MuJoCo's pair takes condim 3 and the larger
     # friction, its own included, so the geom keeps its coefficient.
-    assert float(geoms["f_sphere"].friction) == 0.2
+    assert float(geoms["f_sphere"].friction) == 0.2 and geoms["f_sphere"].condim == 1
     assert geoms["floor"].body is None and geoms["weld_box"].body == "a_weld"
     assert geoms["d_sphere"].body == "d" and mj.model.parents[mj.model.body_index("d")] == 0
 
