@@ -279,3 +279,45 @@ def test_fit_result_repr_is_short():
     text = repr(res)
     assert "rank=i64[]" in text and "names=('slope', 'intercept')" in text
     assert len(text.splitlines()) < 25
+
+
+def test_random_bad_data_is_refused_by_sciad_or_reported():
+    """Seeded fuzz: random data shapes, dtypes and values, and residuals that match or
+    broadcast them. Each fit either raises a sciad ValueError/TypeError (raised from
+    sciad's own code, before solving) or returns a result that is finite and
+    successful or flagged as failed: never a silent NaN or an outer-difference fit."""
+    import traceback
+
+    rng = np.random.default_rng(18)
+    shapes = [(11,), (11, 1), (1, 11), (11, 2)]
+    dtypes = [np.float64, np.float32, np.int64, np.complex128, np.bool_]
+    styles = {
+        "diff": lambda m, d: m(T) - d,
+        "column": lambda m, d: m(T)[:, None] - d,
+        "first": lambda m, d: m(T) - jnp.reshape(d, (-1,))[:11],
+    }
+    outcomes = {"refused": 0, "fitted": 0, "failed": 0}
+    for _ in range(16):
+        shape = shapes[rng.integers(len(shapes))]
+        dtype = dtypes[rng.integers(len(dtypes))]
+        values = rng.normal(size=shape) * 10.0 ** rng.integers(-3, 4)
+        values = values.astype(dtype) if dtype is not np.bool_ else values > 0
+        if np.issubdtype(values.dtype, np.inexact) and rng.random() < 0.25:
+            values.flat[rng.integers(values.size)] = np.nan
+        data = jnp.asarray(values)
+        name = list(styles)[rng.integers(len(styles))]
+        try:
+            with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+                res = sciad.fit(LINE0, styles[name], data, throw=False, check_rank=False)
+        except (ValueError, TypeError) as e:
+            frame = traceback.extract_tb(e.__traceback__)[-1].filename
+            assert "/sciad/" in frame, (shape, dtype, name, frame, str(e)[:200])
+            outcomes["refused"] += 1
+            continue
+        ok = res.result == sciad.RESULTS.successful
+        assert not ok or np.isfinite(float(res.loss)), (shape, dtype, name)
+        with jax.numpy_rank_promotion("allow"), jax.numpy_dtype_promotion("standard"):
+            n_res = np.prod(jax.eval_shape(styles[name], LINE0, data).shape)
+        assert n_res <= data.size or n_res == 11, (shape, dtype, name)  # no outer difference
+        outcomes["fitted" if ok else "failed"] += 1
+    assert outcomes["refused"] > 0 and outcomes["fitted"] > 0, outcomes

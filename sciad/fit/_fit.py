@@ -238,7 +238,10 @@ def fit(
     # Module-level objective functions (not fresh closures) keep optimistix's
     # compiled solve cached across calls with the same `loss`.
     args = (loss, static, is_pos, data)
-    out = eqx.filter_eval_shape(_residuals, theta0, args)
+    try:
+        out = eqx.filter_eval_shape(_residuals, theta0, args)
+    except (TypeError, ValueError) as e:  # the user's loss fails on these inputs
+        raise type(e)(f"loss(model, data) fails before any fitting: {e}") from e
     scalar_loss = _check_residuals(out, data)
     if least_squares and scalar_loss:
         raise ValueError(

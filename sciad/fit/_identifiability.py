@@ -81,6 +81,11 @@ class Identifiability(eqx.Module):
 
     def describe(self) -> str:
         """A sentence naming the unidentifiable parameter combinations (concrete only)."""
+        if not np.all(np.isfinite(np.asarray(self.singular_values))):
+            return (
+                "the residuals' Jacobian at the solution is not finite (NaN or inf), so "
+                "which parameters the data determine is unknown; see FitResult.result."
+            )
         terms = []
         for d in self.null_directions():
             terms.append(" + ".join(f"{c:g}·{n}" for n, c in d.items()))
