@@ -361,10 +361,11 @@ def _run(
     every = 1 if integrator.check_every_step(model) else CHECK_EVERY
 
     def step(c):
-        """One step; the new time comes from the step counter (exact, see StepClock)."""
-        y, s, t, k = c
-        y, s = _one_step(integrator, model, t, dt, y, s)
-        return y, s, clock(k + 1), k + 1
+        """One step. The carry holds no time: it comes from the step counter (exact, see
+        StepClock), and is dead code, removed by XLA, for a time-independent model."""
+        y, s, k = c
+        y, s = _one_step(integrator, model, clock(k), dt, y, s)
+        return y, s, k + 1
 
     def masked_step(cr):
         c, remaining = cr
@@ -404,9 +405,10 @@ def _run(
 
     def save(x):
         c = x[0]
-        return c[2], _saved(fn(c[2], c[0], integrator.model_at(model, c[1])))
+        t = clock(c[2])
+        return t, _saved(fn(t, c[0], integrator.model_at(model, c[1])))
 
-    c0 = (y0, istate, t0, jnp.asarray(0, jnp.int32))
+    c0 = (y0, istate, jnp.asarray(0, jnp.int32))
     x = (c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
     loop = adjoint.loop
     ts = ys = None
@@ -474,9 +476,10 @@ def _run(
             lambda a: jnp.concatenate([a, jnp.full((missing,) + a.shape[1:], jnp.nan, a.dtype)]),
             ys,
         )
-    (y1, istate, t1, k), good, bad = x
+    (y1, istate, k), good, bad = x
+    t1 = clock(k)
     if every == 1:  # the snapshot is the state just before the first bad step
-        first_bad = jnp.where(bad, good[3] + 1, -1)
+        first_bad = jnp.where(bad, good[2] + 1, -1)
     else:
         # Lazy: a plain cond on the batched flag would replay a block for every world
         # of a vmapped run (a third more steps for a 195-step run), bad or not.
@@ -503,7 +506,7 @@ def _first_bad_step(step: Anything, good: Anything, length: int) -> Anything:
     def body(cb):
         c, first = cb
         c = step(c)
-        first = jnp.where((first < 0) & ~_all_finite(c[0]), c[3], first)
+        first = jnp.where((first < 0) & ~_all_finite(c[0]), c[2], first)
         return c, first
 
     return _scan(body, (good, jnp.asarray(-1, jnp.int32)), length)[1]
