@@ -9,6 +9,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int, PyTree, Scalar
 import optimistix as optx
 
+from .._core._validate import check_in_range, check_int, check_positive
+
 
 def _dot(a: PyTree, b: PyTree) -> Array:
     """Σ a·b over every leaf."""
@@ -119,33 +121,23 @@ class FIRE(optx.AbstractMinimiser):
     max_step: float | None = None
 
     def __check_init__(self):
-        def positive(name: str, x: Any) -> None:
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0:
-                raise ValueError(f"FIRE {name} must be a positive number, got {x!r}.")
-
         for name in ("dt_start", "dt_max", "dt_min"):
-            positive(name, getattr(self, name))
+            check_positive(getattr(self, name), f"FIRE.{name}")
         if not self.dt_min <= self.dt_start <= self.dt_max:
             raise ValueError(
                 f"FIRE needs dt_min <= dt_start <= dt_max, got {self.dt_min}, "
                 f"{self.dt_start}, {self.dt_max}."
             )
         for name in ("rtol", "atol"):
-            x = getattr(self, name)
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not x >= 0:
-                raise ValueError(f"FIRE {name} must be a number >= 0, got {x!r}.")
-        if not self.f_inc > 1:
-            raise ValueError(f"FIRE f_inc must be > 1, got {self.f_inc}.")
+            check_positive(getattr(self, name), f"FIRE.{name}", zero_ok=True)
+        check_in_range(self.f_inc, "FIRE.f_inc", 1.0, float("inf"), closed=(False, False))
         for name in ("f_dec", "alpha_start", "f_alpha"):
-            x = getattr(self, name)
-            if not 0 < x < 1:
-                raise ValueError(f"FIRE {name} must lie in (0, 1), got {x}.")
-        if isinstance(self.n_min, bool) or not isinstance(self.n_min, int) or self.n_min < 0:
-            raise ValueError(f"FIRE n_min must be an int >= 0, got {self.n_min!r}.")
+            check_in_range(getattr(self, name), f"FIRE.{name}", 0.0, 1.0, closed=(False, False))
+        check_int(self.n_min, "FIRE.n_min", minimum=0)
         if self.max_step is not None:
-            positive("max_step", self.max_step)
+            check_positive(self.max_step, "FIRE.max_step")
         if not callable(self.norm):
-            raise TypeError(f"FIRE norm must be callable, got {self.norm!r}.")
+            raise TypeError(f"FIRE.norm must be callable, got {self.norm!r}.")
 
     def _evaluate(self, fn: Callable, y: PyTree, args: PyTree) -> tuple[Array, PyTree, Any]:
         (f, aux), grad = jax.value_and_grad(lambda x: fn(x, args), has_aux=True)(y)

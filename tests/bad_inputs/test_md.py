@@ -165,14 +165,24 @@ MINIMIZE_CASES = [
         ValueError,
         r"neighbors.cutoff = 1.5 is below the potential's range 2.5",
     ),
-    ("FIRE f_dec", lambda: md.FIRE(f_dec=1.5), ValueError, r"FIRE f_dec must lie in \(0, 1\)"),
+    (
+        "FIRE f_dec",
+        lambda: md.FIRE(f_dec=1.5),
+        ValueError,
+        r"FIRE.f_dec must lie in \(0.0, 1.0\); got 1.5",
+    ),
     (
         "FIRE dt order",
         lambda: md.FIRE(dt_start=1.0, dt_max=0.1),
         ValueError,
         "dt_min <= dt_start <= dt_max",
     ),
-    ("FIRE atol", lambda: md.FIRE(atol=-1.0), ValueError, "FIRE atol must be a number >= 0"),
+    (
+        "FIRE atol",
+        lambda: md.FIRE(atol=-1.0),
+        ValueError,
+        "FIRE.atol must be finite and >= 0; got -1.0",
+    ),
 ]
 
 BOX4 = md.PeriodicBox(jnp.full(3, 4.0))
@@ -1133,34 +1143,57 @@ DATA_CASES = [
         "builder must be a sciad.md.NeighborListBuilder or None; got int",
     ),
     # FIRE's settings
-    ("FIRE f_inc one", lambda: _fire(f_inc=1.0), ValueError, "FIRE f_inc must be > 1"),
+    (
+        "FIRE f_inc one",
+        lambda: _fire(f_inc=1.0),
+        ValueError,
+        r"FIRE.f_inc must lie in \(1.0, inf\); got 1.0",
+    ),
     (
         "FIRE alpha_start zero",
         lambda: _fire(alpha_start=0.0),
         ValueError,
-        r"FIRE alpha_start must lie in \(0, 1\)",
+        r"FIRE.alpha_start must lie in \(0.0, 1.0\); got 0.0",
     ),
     (
         "FIRE f_alpha above one",
         lambda: _fire(f_alpha=1.5),
         ValueError,
-        r"FIRE f_alpha must lie in \(0, 1\)",
+        r"FIRE.f_alpha must lie in \(0.0, 1.0\); got 1.5",
     ),
-    ("FIRE n_min negative", lambda: _fire(n_min=-1), ValueError, "FIRE n_min must be an int >= 0"),
+    (
+        "FIRE n_min negative",
+        lambda: _fire(n_min=-1),
+        ValueError,
+        "FIRE.n_min must be an int >= 0; got -1",
+    ),
     (
         "FIRE max_step negative",
         lambda: _fire(max_step=-0.1),
         ValueError,
-        "FIRE max_step must be a positive number",
+        "FIRE.max_step must be finite and > 0; got -0.1",
     ),
-    ("FIRE norm not callable", lambda: _fire(norm=2), TypeError, "FIRE norm must be callable"),
+    ("FIRE norm not callable", lambda: _fire(norm=2), TypeError, "FIRE.norm must be callable"),
     (
         "FIRE dt_min zero",
         lambda: _fire(dt_min=0.0),
         ValueError,
-        "FIRE dt_min must be a positive number",
+        "FIRE.dt_min must be finite and > 0; got 0.0",
     ),
-    ("FIRE rtol negative", lambda: _fire(rtol=-1.0), ValueError, "FIRE rtol must be a number >= 0"),
+    ("FIRE n_min float", lambda: _fire(n_min=2.5), TypeError, "FIRE.n_min must be an int; got 2.5"),
+    (
+        "FIRE dt_start NaN",
+        lambda: _fire(dt_start=float("nan")),
+        ValueError,
+        "FIRE.dt_start " + _POS + "nan",
+    ),
+    ("FIRE atol inf", lambda: _fire(atol=float("inf")), ValueError, "FIRE.atol " + _NONNEG + "inf"),
+    (
+        "FIRE rtol negative",
+        lambda: _fire(rtol=-1.0),
+        ValueError,
+        "FIRE.rtol must be finite and >= 0; got -1.0",
+    ),
 ]
 
 
