@@ -132,3 +132,34 @@ def test_chaotic_liquid_gradient_stays_bounded():
     # U is about linear in ε at fixed configurations (U/ε ≈ −5.5 per particle)
     u = float(mean_u(one, 100))
     assert -2.0 * abs(u) < g_win < 0.0
+
+
+def test_window_times_do_not_drift_in_float32():
+    """Window start and end times come from one exact clock (t0 + k·dt rounded once),
+    not from chaining each window's rounded t1."""
+    from fractions import Fraction
+
+    class Still(sciad.AbstractModel):
+        def vector_field(self, t, y):
+            return jnp.zeros_like(y)
+
+    t0, dt, window = 0.1, 1e-3, 700
+    traj = sciad.windowed_average(
+        Still(),
+        jnp.zeros(1, jnp.float32),
+        lambda t, y, m: t,
+        dt=dt,
+        n_steps=14_000,
+        window=window,
+        t0=t0,
+        save_every=window,
+    )
+    assert traj.ts.dtype == jnp.float32
+    ends = [traj.t1, *traj.ts]
+    ks = [14_000, *range(window, 14_001, window)]
+    for t, k in zip(ends, ks, strict=True):
+        exact = Fraction(t0) + k * Fraction(dt)
+        assert abs(Fraction(float(t)) - exact) <= Fraction(float(np.spacing(np.float32(t)))) / 2
+    # fn(t) at each window's end, from the window's own clock (which starts at the
+    # rounded start time): within one rounding of the outer clock
+    assert np.all(np.abs(np.asarray(traj.ys) - np.asarray(traj.ts)) <= np.spacing(traj.ts))

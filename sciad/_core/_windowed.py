@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._adjoint import AbstractAdjoint, CheckpointAdjoint
+from ._clock import StepClock
 from ._integrator import AbstractIntegrator
 from ._model import AbstractModel
 from ._results import RESULTS
@@ -119,6 +120,8 @@ def windowed_average(
         )
 
     first = run(y0, integrator_state, t0)  # also validates the inputs before tracing
+    # Window start times from one clock, so that they do not drift window by window.
+    clock = StepClock.create(t0, dt, first.t1.dtype, n_steps)
 
     def average(traj):
         return jax.tree.map(lambda a: jnp.mean(a, axis=0), traj.ys)
@@ -129,16 +132,18 @@ def windowed_average(
 
     @jax.checkpoint
     def body(carry, _):
-        y, state, t, result, steps = carry
-        traj = run(_stop(y), _stop(state), t)
-        carry = (traj.y1, traj.integrator_state, traj.t1, *fold(result, steps, traj))
-        return carry, (traj.t1, average(traj))
+        y, state, k, result, steps = carry
+        traj = run(_stop(y), _stop(state), clock(k))
+        carry = (traj.y1, traj.integrator_state, k + window, *fold(result, steps, traj))
+        return carry, (clock(k + window), average(traj))
 
     steps0 = jnp.zeros_like(first.stats["num_steps"])
-    carry = (first.y1, first.integrator_state, first.t1, *fold(first.result, steps0, first))
+    k0 = jnp.asarray(window, jnp.int32)
+    carry = (first.y1, first.integrator_state, k0, *fold(first.result, steps0, first))
     carry, rest = jax.lax.scan(body, carry, None, length=n_steps // window - 1)
-    head = (first.t1, average(first))
+    head = (clock(k0), average(first))
     ts, ys = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), head, rest)
-    y1, state1, t1, result, steps = carry
+    y1, state1, k1, result, steps = carry
+    t1 = clock(k1)
     traj = Trajectory(ts, ys, t1, y1, state1, result, {"num_steps": steps})
     return raise_on_failure(traj) if throw else traj
