@@ -72,6 +72,9 @@ def test_prng_key_state_round_trips_with_the_documented_template(tmp_path):
         PENDULUM, y, t0=t, dt=0.01, n_steps=20, integrator=integ, integrator_state=state
     )
     assert tree_equal_bits(rest.y1, whole.y1)
+    # a jax.eval_shape template (the docstring's other suggestion) holds a key too
+    _, _, state2 = sciad.load_checkpoint(path, jax.eval_shape(lambda: like), PENDULUM)
+    assert np.array_equal(jax.random.key_data(state2), jax.random.key_data(state))
     assert not np.array_equal(rest.y1, sciad.simulate(PENDULUM, y0, dt=0.01, n_steps=40).y1)
 
 

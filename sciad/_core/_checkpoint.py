@@ -41,9 +41,23 @@ def _write(f: Anything, x: Anything) -> None:
 
 def _read(f: Anything, like: Anything) -> Anything:
     if _is_key(like):
-        impl = jax.random.key_impl(like) if isinstance(like, jax.Array) else None
-        return jax.random.wrap_key_data(jnp.asarray(np.load(f)), impl=impl)
+        return jax.random.wrap_key_data(jnp.asarray(np.load(f)), impl=jax.random.key_impl(like))
     return eqx.default_deserialise_filter_spec(f, like)
+
+
+def _concrete_key(x: Anything) -> Anything:
+    """A key array for a key `ShapeDtypeStruct` (a `jax.eval_shape` template), which
+    equinox's deserialiser would refuse to replace by a key."""
+    if not (isinstance(x, jax.ShapeDtypeStruct) and _is_key(x)):
+        return x
+    impls = []
+
+    def data_of(k: Anything) -> Anything:
+        impls.append(jax.random.key_impl(k))
+        return jax.random.key_data(k)
+
+    data = jax.eval_shape(data_of, x)
+    return jax.random.wrap_key_data(jnp.zeros(data.shape, data.dtype), impl=impls[0])
 
 
 def _leaf_summary(x: Anything) -> str:
@@ -199,4 +213,5 @@ def load_checkpoint(path: str | pathlib.Path, like: Anything, model: Anything = 
             f"the template `like` does not have the structure of the tree saved in "
             f"{path} (tree definition, leaf shapes and dtypes).{detail}"
         )
+    like = jax.tree.map(_concrete_key, like)
     return eqx.tree_deserialise_leaves(io.BytesIO(payload), like, filter_spec=_read)
