@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
 
-from .._core._types import Anything, FloatScalar, Positions
+from .._core._types import Anything, FloatScalar, Positions, RealScalarLike
 from .._core._validate import check_positive, is_concrete
 
 Vector = Float[Array, " d"]
@@ -85,7 +85,7 @@ class AbstractSpace(eqx.Module):
         """Cartesian coordinates r = s · cell (any leading shape)."""
 
     @abc.abstractmethod
-    def scaled(self, factor: FloatScalar) -> "AbstractSpace":
+    def scaled(self, factor: RealScalarLike) -> "AbstractSpace":
         """The space with every lattice vector multiplied by `factor` (an isotropic
         barostat move); the same class, differentiable in `factor`."""
 
@@ -214,7 +214,7 @@ class FreeSpace(AbstractSpace):
         """Refused: free space has no cell."""
         raise self._no_cell("fractional coordinates")
 
-    def scaled(self, factor: FloatScalar) -> "FreeSpace":
+    def scaled(self, factor: RealScalarLike) -> "FreeSpace":
         """Unchanged: there is no box to scale."""
         return self
 
@@ -359,7 +359,7 @@ class PeriodicBox(AbstractPeriodicSpace):
         """r = s · L."""
         return s * jnp.broadcast_to(self.lengths, jnp.shape(s))
 
-    def scaled(self, factor: FloatScalar) -> "PeriodicBox":
+    def scaled(self, factor: RealScalarLike) -> "PeriodicBox":
         """The box with lengths × factor."""
         return eqx.tree_at(lambda sp: sp.lengths, self, self.lengths * factor)
 
@@ -391,6 +391,6 @@ class TriclinicBox(AbstractPeriodicSpace):
         """The cell (rows are lattice vectors)."""
         return self.cell
 
-    def scaled(self, factor: FloatScalar) -> "TriclinicBox":
+    def scaled(self, factor: RealScalarLike) -> "TriclinicBox":
         """The cell × factor (its shape kept)."""
         return eqx.tree_at(lambda sp: sp.cell, self, self.cell * factor)
