@@ -4,6 +4,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from .._core._types import FloatScalar, RealScalarLike
+from .._core._validate import check_int, check_positive
 
 
 def velocity_autocorrelation(
@@ -59,6 +60,8 @@ def green_kubo_diffusion(vacf: Float[Array, " lags"], dt: RealScalarLike, d: int
 
     **Example:** `D = sciad.md.green_kubo_diffusion(vacf, dt=10 * 0.005, d=3)`
     """
+    check_int(d, "green_kubo_diffusion d (the dimension)")
+    check_positive(dt, "green_kubo_diffusion dt")
     integral = dt * (jnp.sum(vacf) - 0.5 * (vacf[0] + vacf[-1]))
     return jnp.asarray(integral / d)
 
@@ -83,6 +86,18 @@ def einstein_diffusion(
 
     **Example:** `D = sciad.md.einstein_diffusion(msd, traj.ts, d=3, start=20)`
     """
+    check_int(d, "einstein_diffusion d (the dimension)")
+    if jnp.shape(times) != jnp.shape(msd):
+        raise ValueError(
+            f"einstein_diffusion times must have the shape of msd {jnp.shape(msd)}; "
+            f"got {jnp.shape(times)}."
+        )
+    check_int(start, "einstein_diffusion start", minimum=0)
+    if not start <= jnp.shape(msd)[0] - 2:
+        raise ValueError(
+            f"einstein_diffusion start = {start} leaves fewer than 2 of the "
+            f"{jnp.shape(msd)[0]} frames to fit a slope."
+        )
     t, y = times[start:], msd[start:]
     tc = t - jnp.mean(t)
     slope = jnp.sum(tc * (y - jnp.mean(y))) / jnp.sum(tc * tc)

@@ -1544,6 +1544,36 @@ GEOMETRY_CASES = [
         TypeError,
         "box must be a sciad.md space",
     ),
+    (
+        "green-kubo dimension zero",
+        lambda: md.green_kubo_diffusion(jnp.ones(5), 0.1, 0),
+        ValueError,
+        r"green_kubo_diffusion d \(the dimension\) must be an int >= 1; got 0",
+    ),
+    (
+        "green-kubo negative dt",
+        lambda: md.green_kubo_diffusion(jnp.ones(5), -0.1, 3),
+        ValueError,
+        "green_kubo_diffusion dt must be finite and > 0; got -0.1",
+    ),
+    (
+        "einstein dimension float",
+        lambda: md.einstein_diffusion(jnp.ones(5), jnp.arange(5.0), 3.0),
+        TypeError,
+        r"einstein_diffusion d \(the dimension\) must be an int",
+    ),
+    (
+        "einstein times shape",
+        lambda: md.einstein_diffusion(jnp.ones(5), jnp.arange(4.0), 3),
+        ValueError,
+        r"einstein_diffusion times must have the shape of msd \(5,\)",
+    ),
+    (
+        "einstein start past the frames",
+        lambda: md.einstein_diffusion(jnp.ones(5), jnp.arange(5.0), 3, start=4),
+        ValueError,
+        "einstein_diffusion start = 4 leaves fewer than 2 of the 5 frames",
+    ),
 ]
 
 
