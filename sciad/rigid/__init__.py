@@ -18,11 +18,8 @@ from ._actuators import (
     JointActuator as JointActuator,
 )
 from ._body import Body as Body
-from ._contact import (
-    ContactModel as ContactModel,
-    Contacts as Contacts,
-    Geom as Geom,
-)
+from ._collision import Contacts as Contacts
+from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._integrators import (
     FreeBodySplitting as FreeBodySplitting,
     RKMK4 as RKMK4,

@@ -11,7 +11,6 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import Anything, RealScalarLike, State
-from ._contact import contact_terms, limit_terms, solve_contacts
 from ._joints import FreeJoint
 from ._multibody import MultiBody
 
@@ -30,7 +29,7 @@ def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiB
     if mb.constrained:
         raise ValueError(
             f"{type(integrator).__name__} cannot run a MultiBody with "
-            f"{mb._constraint_names()} (they need time stepping): use "
+            f"{mb.constraint_names()} (they need time stepping): use "
             "sciad.rigid.SemiImplicitEuler()."
         )
     return mb
@@ -98,38 +97,7 @@ class SemiImplicitEuler(AbstractIntegrator):
             )
             v = v + dt * acc
             return (mb.integrate_positions(q, dt * v), v), None
-        dt = jnp.asarray(dt)
-        f = mb._frames(q, v)
-        terms = mb._terms(t, q, v, f)
-        m = terms.mass_matrix
-        if self.implicit_damping:
-            m = m + jnp.diag(dt * terms.damping)
-        # One solve with M for the free motion and every constraint row, M⁻¹[f, J_nᵀ, J_Lᵀ].
-        rhs = [(terms.applied + terms.gravity - terms.coriolis)[:, None]]
-        if mb.pairs:
-            c = mb._contacts(f)
-            _, jac = mb._contact_jacobian(f, c)
-            rhs.append(jac[:, 0, :].T)
-        if mb.limited.size:
-            dist, lim_jac, lim_tau, lim_eps = mb._limits(f)
-            rhs.append(lim_jac.T)
-        sol = jax.scipy.linalg.cho_solve(
-            jax.scipy.linalg.cho_factor(m), jnp.concatenate(rhs, axis=1)
-        )
-        v_free = v + dt * sol[:, 0]
-        if mb.pairs:
-            minv_jn = sol[:, 1 : 1 + jac.shape[0]]
-            u_ref, inv_r = contact_terms(c, jac, minv_jn, v, dt)
-            mu = c.friction
-        else:
-            jac, u_ref = jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype)
-            inv_r = mu = jnp.zeros(0, v.dtype)
-        limits = None
-        if mb.limited.size:
-            minv_jl = sol[:, sol.shape[1] - lim_jac.shape[0] :]
-            limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, lim_tau, lim_eps, dt))
-        # Warm start from the current velocity: the previous step's solution.
-        v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
+        v, ok = mb.constrained_velocity(t, dt, q, v, implicit_damping=self.implicit_damping)
         return (mb.integrate_positions(q, dt * v), v), state | ~ok
 
     def status(self, state: Anything) -> RESULTS:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core._geometry import _hamilton_np
 from ._actuators import JointActuator
-from ._contact import ContactModel, Geom
+from ._geom import ContactModel, Geom
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
 

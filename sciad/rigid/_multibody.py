@@ -13,22 +13,21 @@ from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel, expect_shape
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
 from .._core._validate import as_float_array, is_concrete
-from . import _dynamics as _dyn
+from . import _dynamics as _dyn, _step
 from ._actuators import AbstractControl, ConstantControl, JointActuator
 from ._body import Body
-from ._contact import (
-    body_jacobians,
+from ._collision import (
     check_margins,
     contact_frames,
     contact_jacobian,
     contact_pairs,
-    ContactModel,
     Contacts,
     find_contacts,
-    Geom,
     warn_deep_penetration,
 )
+from ._constraint_solver import body_jacobians
 from ._dynamics import Frames, Terms
+from ._geom import ContactModel, Geom
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._spatial import (
     matvec,
@@ -425,7 +424,7 @@ class MultiBody(AbstractModel):
         contacts or hard joint limits raises: it needs time stepping)."""
         if self.constrained:
             raise ValueError(
-                f"a MultiBody with {self._constraint_names()} has no smooth vector field: "
+                f"a MultiBody with {self.constraint_names()} has no smooth vector field: "
                 "run it with sciad.rigid.SemiImplicitEuler() (sciad.simulate's default "
                 "for it)."
             )
@@ -438,11 +437,46 @@ class MultiBody(AbstractModel):
 
         return SemiImplicitEuler() if self.constrained else RKMK4()
 
-    def _constraint_names(self) -> str:
+    def constraint_names(self) -> str:
         """What makes the model constrained, for error messages."""
         names = [f"joint {self.names[i]!r}" for i in self.limited]
         limits = f"hard limits ({', '.join(names)}; or limit='soft')" if names else ""
         return " and ".join(x for x in ("contacts" if self.pairs else "", limits) if x)
+
+    def constrained_velocity(
+        self,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        q: Q,
+        v: V,
+        *,
+        implicit_damping: bool = True,
+    ) -> tuple[V, Array]:
+        """The velocity after a step of length `dt` from (t, q, v) with the contacts and
+        hard limits solved: the public kernel of time-stepping integrators
+        ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] calls it, then moves q
+        with the new velocity).
+
+        One Cholesky factorisation of M (+ dt·D with `implicit_damping`, D the joint
+        damping) gives the free velocity v_free = v + dt M⁻¹(τ − b) and M⁻¹Jᵀ for every
+        constraint row; the rows' references and regularisations (each contact's and
+        limit's own time constant, at least 2·dt, and softness) then define the convex
+        problem of [`ContactModel`][sciad.rigid.ContactModel], solved by Newton's
+        method from a warm start at v and differentiated implicitly.
+
+        **Arguments:** `t` (time), `dt` (> 0), `q` shape `(nq,)`, `v` shape `(nv,)`;
+        `implicit_damping` (bool, default True).
+
+        **Returns:** `(v⁺, converged)`: shape `(nv,)` and a boolean scalar.
+
+        **Example:** `v1, ok = model.constrained_velocity(0.0, 1e-3, q, v)`
+        """
+        if not self.constrained:
+            raise ValueError(
+                "constrained_velocity needs contacts or hard limits; this MultiBody has "
+                "neither (use accelerations)."
+            )
+        return _step.constrained_velocity(self, t, dt, q, v, implicit_damping)
 
     def _limits(self, f: Frames) -> tuple[Array, Array, Array, Array]:
         """The hard limits' constraint values r (L,) (negative: violated), their
@@ -583,10 +617,13 @@ class MultiBody(AbstractModel):
             )
         expect_shape("y0[0] (q)", y[0], (self.nq,), "joint positions")
         expect_shape("y0[1] (v)", y[1], (self.nv,), "joint velocities")
-        if all(is_concrete(x) for x in jax.tree.leaves((self.joints, y[0]))):
-            self._check_manifold(np.asarray(y[0]))
-        if self.pairs:
-            warn_deep_penetration(self, y[0])
+        # Inside an outer jit even operations on concrete values are staged: evaluate
+        # these checks on the concrete values now.
+        with jax.ensure_compile_time_eval():
+            if all(is_concrete(x) for x in jax.tree.leaves((self.joints, y[0]))):
+                self._check_manifold(np.asarray(y[0]))
+            if self.pairs:
+                warn_deep_penetration(self, y[0])
 
     def _check_manifold(self, q: np.ndarray) -> None:
         """Every joint's q on its manifold: `normalize` moves no coordinate by > 1e-3."""

@@ -11,7 +11,7 @@ import pytest
 import sciad
 from sciad._core._geometry import quat_multiply, quat_to_matrix
 import sciad.rigid as rigid
-import sciad.rigid._contact as rigid_contact
+import sciad.rigid._narrowphase as rigid_narrowphase
 
 from ..helpers import central_fd
 
@@ -612,7 +612,7 @@ def test_capsule_pair_hands_over_to_its_end_points_smoothly():
     the vertical turns through the whole band in 64 ms, and the gradient of its final
     pose with respect to the spin rate agrees in reverse mode (saving every step, so
     the backward pass recomputes the steps), forward mode and central differences."""
-    low, high = rigid_contact.PARALLEL_SINES
+    low, high = rigid_narrowphase.PARALLEL_SINES
     for sine, w in ((0.5 * low, 1.0), (np.sqrt(0.5 * (low**2 + high**2)), 0.5), (2 * high, 0.0)):
         _, c = contacts_of(*parallel_capsules(turn=np.arcsin(sine)))
         np.testing.assert_allclose(np.asarray(c.weight), [1.0 - w, w, w], atol=1e-9)
@@ -921,7 +921,7 @@ def test_contact_solve_derivatives_in_every_mode():
     derivatives by forward over reverse (the custom JVP rule differentiated), reverse
     over reverse (the solve's body differentiated: JAX inlines it in the first reverse
     pass) and forward over forward all equal central differences of the Jacobian."""
-    from sciad.rigid._contact import solve_contacts
+    from sciad.rigid._constraint_solver import solve_contacts
 
     # Three contacts on three nearly independent blocks of dofs, so that at y = û − J v
     # the first lies inside its cone, the second beyond its boundary (sliding) and the
@@ -1024,7 +1024,7 @@ def test_stiff_solves_that_converge_are_not_reported_as_failed():
     contacts are frictionless with no tangential motion (y_t = 0 exactly), where
     K = {n ≥ 0, t = 0} must not take in y_n < 0: a frictionless contact that separates
     faster than its reference once pulled the bodies back together."""
-    from sciad.rigid._contact import solve_contacts
+    from sciad.rigid._constraint_solver import solve_contacts
 
     rng = np.random.default_rng(0)
     nv, nc, b = 8, 6, 500

@@ -136,6 +136,19 @@ def test_no_warning_and_no_error_when_the_state_is_traced():
         check(*model.default_state())
 
 
+def test_a_concrete_state_inside_an_outer_jit_is_checked_and_warned_about():
+    """Inside jit, operations on concrete values are staged too: the state checks run on
+    the concrete positions at trace time (a deep start is warned about, an off-manifold
+    quaternion refused), not on tracers (the demo's jit of a jvp failed so)."""
+    model = ball_on_floor(0.07)
+    q0, v0 = model.default_state()
+    with pytest.warns(UserWarning, match="start 0.03 deep"):
+        jax.jit(lambda v: model.check_state((q0, v0 + v)) or v)(1.0)
+    bad = q0.at[3].set(2.0)
+    with pytest.raises(ValueError, match="off the joint's manifold"):
+        jax.jit(lambda v: model.check_state((bad, v0 + v)) or v)(1.0)
+
+
 def test_slightly_unnormalised_quaternions_are_accepted():
     """A hand-typed quaternion (0.7071, 0.7071, 0, 0) is 1.4e-5 short of unit length: fine
     (the integrators normalise). (1, 0, 0, 1) is refused (tests/bad_inputs)."""

@@ -1,0 +1,334 @@
+"""Collision pairs and contact points: which geoms can touch (MuJoCo's filters), every
+candidate point of a configuration with its pair's material, the contact frames and
+Jacobians, and the deep-penetration warning."""
+
+from collections.abc import Callable, Sequence
+import sys
+from typing import NamedTuple
+import warnings
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+import numpy as np
+
+from .._core._geometry import cross, quat_to_matrix
+from .._core._types import Anything
+from .._core._validate import (
+    is_concrete,
+)
+from ._geom import ContactModel, Geom
+from ._narrowphase import _COLLIDE, _kind, _ORDER
+from ._shapes import Box, Capsule, Plane, Sphere
+
+
+def _geom_label(geoms: Sequence[Geom], i: int) -> str:
+    g = geoms[i]
+    where = "the world" if g.body is None else f"body {g.body!r}"
+    name = f"{g.name!r}" if g.name else f"#{i}"
+    return f"geom {name} ({type(g.shape).__name__} on {where})"
+
+
+def contact_pairs(
+    geoms: Sequence[Geom],
+    body_index: Sequence[int],
+    parents: Sequence[int],
+    weld_root: Sequence[int],
+    exclude: set[frozenset[int]],
+) -> tuple[tuple[int, int], ...]:
+    """The static list of colliding geom pairs (i, j), ordered so that geom i's shape
+    sorts first; raises for a pair no collision function handles.
+
+    MuJoCo's filter: bodies welded together (same weld group; the world's group is
+    −1) never collide, nor a weld group with its parent's group unless either is
+    welded to the world."""
+
+    def group(b: int) -> int:
+        return -1 if b < 0 else weld_root[b]
+
+    def parent_group(g: int) -> int:
+        return -1 if g < 0 else group(parents[g])
+
+    pairs = []
+    for i in range(len(geoms)):
+        for j in range(i + 1, len(geoms)):
+            gi, gj = geoms[i], geoms[j]
+            bi, bj = body_index[i], body_index[j]
+            wi, wj = group(bi), group(bj)
+            if wi == wj:
+                continue
+            if wi >= 0 and wj >= 0 and (wi == parent_group(wj) or wj == parent_group(wi)):
+                continue
+            if frozenset((bi, bj)) in exclude:
+                continue
+            if not ((gi.contype & gj.conaffinity) or (gj.contype & gi.conaffinity)):
+                continue
+            ki, kj = _kind(gi.shape), _kind(gj.shape)
+            if _ORDER.index(ki) > _ORDER.index(kj):
+                i_, j_, ki, kj = j, i, kj, ki
+            else:
+                i_, j_ = i, j
+            if (ki, kj) not in _COLLIDE:
+                if ki is Plane and kj is Plane:
+                    continue
+                raise ValueError(
+                    f"no collision function for {_geom_label(geoms, i_)} against "
+                    f"{_geom_label(geoms, j_)} ({ki.__name__}–{kj.__name__} is not "
+                    "supported); exclude the pair with MultiBody(exclude=[(body_a, "
+                    "body_b)]) or with contype/conaffinity."
+                )
+            pairs.append((i_, j_))
+    return tuple(pairs)
+
+
+class Contacts(NamedTuple):
+    """Candidate contact points of a configuration (C of them, a static number).
+
+    `dist` (C,) signed distances less the pair's margin (negative: penetrating
+    or within the margin, where the contact acts), `normal` (C, 3) unit normals
+    from body `body_a` to body `body_b` (world frame), `point` (C, 3) contact points,
+    `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
+    point carries (1, except where a capsule–capsule pair hands over between its
+    closest point and its end points as the axes turn parallel), the pair's
+    `time_constant` and `softness` (C,) (see `Geom`), and the static body indices
+    `body_a`, `body_b` (C,) (−1: the world).
+
+    **Example:** `touching = model.contacts(q).dist < 0`
+    """
+
+    dist: Float[Array, " C"]
+    normal: Float[Array, "C 3"]
+    point: Float[Array, "C 3"]
+    friction: Float[Array, " C"]
+    restitution: Float[Array, " C"]
+    weight: Float[Array, " C"]
+    time_constant: Float[Array, " C"]
+    softness: Float[Array, " C"]
+    body_a: np.ndarray
+    body_b: np.ndarray
+
+
+def _pair_groups(
+    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]
+) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
+    """The pairs grouped by kind and shape structure, in the order of `find_contacts`'s
+    points: (collision function, points per pair, first geoms, second geoms)."""
+    groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
+    for i, j in pairs:
+        key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
+        struct = (jax.tree.structure(geoms[i].shape), jax.tree.structure(geoms[j].shape))
+        groups.setdefault((*key, struct), []).append((i, j))
+    out = []
+    for (ka, kb, _), members in groups.items():
+        fn, k = _COLLIDE[(ka, kb)]
+        out.append(
+            (fn, k, np.asarray([m[0] for m in members]), np.asarray([m[1] for m in members]))
+        )
+    return out
+
+
+def find_contacts(
+    geoms: Sequence[Geom],
+    geom_body: Sequence[int],
+    pairs: Sequence[tuple[int, int]],
+    rot: Array,
+    pos: Array,
+    model: ContactModel,
+) -> Contacts:
+    """Every candidate contact point: one batched distance function per pair kind.
+
+    `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
+    the time constant and softness of geoms that set none.
+    """
+    dtype = pos.dtype
+    gb = np.asarray(geom_body, dtype=np.int64)
+    gpos = jnp.stack([g.pos for g in geoms]).astype(dtype)
+    grot = quat_to_matrix(jnp.stack([g.quat for g in geoms]).astype(dtype))
+    body_rot = jnp.concatenate([rot, jnp.eye(3, dtype=dtype)[None]])[gb]
+    body_pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype)])[gb]
+    wrot = body_rot @ grot
+    wpos = body_pos + jnp.einsum("gij,gj->gi", body_rot, gpos)
+    parts = []
+    for fn, k, ia, ib in _pair_groups(geoms, pairs):
+        sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
+        sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
+        pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
+        fa = jnp.stack([geoms[i].friction for i in ia]).astype(dtype)
+        fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
+        ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
+        eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
+        tau, eps, margin = (
+            jnp.stack(x).astype(dtype)
+            for x in zip(
+                *(_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)),
+                strict=True,
+            )
+        )
+        parts.append(
+            (
+                (pts.dist - margin[:, None]).reshape(-1),
+                pts.normal.reshape(-1, 3),
+                pts.point.reshape(-1, 3),
+                jnp.repeat(jnp.maximum(fa, fb) * _pair_condim_mask(geoms, ia, ib, dtype), k),
+                jnp.repeat(jnp.maximum(ea, eb), k),
+                weight.reshape(-1),
+                jnp.repeat(tau, k),
+                jnp.repeat(eps, k),
+                np.repeat(gb[ia], k),
+                np.repeat(gb[ib], k),
+            )
+        )
+    cols = list(zip(*parts, strict=True))
+    dist, normal, point, mu, e, weight, tau, eps = (jnp.concatenate(x) for x in cols[:8])
+    ba, bb = (np.concatenate(x) for x in cols[8:])
+    n_bodies = rot.shape[0]
+    ba = np.where(ba == n_bodies, -1, ba)
+    bb = np.where(bb == n_bodies, -1, bb)
+    return Contacts(dist, normal, point, mu, e, weight, tau, eps, ba, bb)
+
+
+# Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
+_EXACT_APART = {
+    (Plane, Sphere),
+    (Plane, Capsule),
+    (Plane, Box),
+    (Sphere, Sphere),
+    (Sphere, Capsule),
+    (Capsule, Capsule),
+}
+
+
+def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> None:
+    """Refuse a margin on a pair whose separated distance is not exact."""
+    for i, j in pairs:
+        a, b = geoms[i], geoms[j]
+        if all(is_concrete(g.margin) and float(g.margin) == 0 for g in (a, b)):
+            continue
+        kinds = (_kind(a.shape), _kind(b.shape))
+        if kinds not in _EXACT_APART:
+            raise ValueError(
+                f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin "
+                f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
+                f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
+                "and capsules with each other, and boxes against planes, do)."
+            )
+
+
+def _pair_condim_mask(
+    geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray, dtype: Anything
+) -> Array:
+    """1 where a pair has friction (the larger condim is 3), 0 for two condim-1 geoms."""
+    return jnp.asarray(
+        [max(geoms[i].condim, geoms[j].condim) > 1 for i, j in zip(ia, ib, strict=True)], dtype
+    )
+
+
+def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array]:
+    """A pair's time constant, softness and margin (see `Geom`): the model's τ
+    and ε when neither geom sets its own, else the mean τ and the ε of the mean
+    impedance d = 1/(1 + ε), as MuJoCo mixes solref and solimp."""
+    if a.time_constant is None and b.time_constant is None:
+        tau = model.time_constant
+    else:
+        tau = (
+            sum(model.time_constant if g.time_constant is None else g.time_constant for g in (a, b))
+            / 2
+        )
+    if a.softness is None and b.softness is None:
+        eps = model.softness
+    else:
+        d = (
+            sum(1 / (1 + (model.softness if g.softness is None else g.softness)) for g in (a, b))
+            / 2
+        )
+        eps = (1 - d) / d
+    return (
+        jnp.asarray(tau),
+        jnp.asarray(eps),
+        a.margin + b.margin,
+    )
+
+
+# A contact deeper than this fraction of the smaller geom's inradius when a run starts
+# is warned about (`warn_deep_penetration`).
+DEEP_PENETRATION = 0.1
+
+# The candidate points' distances, compiled once per model structure without XLA's
+# optimisations (it runs once per `simulate` call: compiling fast matters, not running;
+# filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
+_distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
+    lambda model, q: (lambda c: (c.dist, c.time_constant))(model.contacts(q)),
+    compiler_options={"xla_backend_optimization_level": 0},
+)
+
+
+# Frames of these packages are skipped when a warning names the user's call.
+_LIBRARY = frozenset({"sciad", "equinox", "jax", "jaxtyping", "beartype"})
+
+
+def warn_deep_penetration(model: Anything, q: Array) -> None:
+    """Warn (`UserWarning`) for every geom pair of `model` (a `MultiBody` with contacts)
+    that penetrates, at configuration `q`, deeper than `DEEP_PENETRATION` times the
+    smaller of the two geoms' inradii (`AbstractShape.inradius`): the contact pushes
+    such a pair apart at about depth/τ, which can launch a body into the air. Nothing
+    is checked unless `q` and the model are concrete."""
+    if not all(is_concrete(x) for x in jax.tree.leaves((model, q))):
+        return
+    dist, taus = (np.asarray(x) for x in _distances(model, q))
+    geoms = model.geoms
+    groups = _pair_groups(geoms, model.pairs)
+    ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
+    ib = np.concatenate([np.repeat(b, k) for _, k, _, b in groups])
+    size = np.asarray([float(g.shape.inradius()) for g in geoms])
+    limit = DEEP_PENETRATION * np.minimum(size[ia], size[ib])
+    deep = -dist > limit
+    # The stacklevel of the user's call: the first frame outside sciad and the libraries
+    # that wrap its methods (this frame is level 1).
+    frame, level = sys._getframe(), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] in _LIBRARY:
+        frame, level = frame.f_back, level + 1
+    for i, j in dict.fromkeys(zip(ia[deep].tolist(), ib[deep].tolist(), strict=True)):
+        mine = (ia == i) & (ib == j)
+        depth, allowed = float(np.max(-dist[mine])), float(limit[mine][0])
+        tau = float(taus[mine][0])
+        warnings.warn(
+            f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)} start {depth:.3g} deep "
+            f"in each other, more than {DEEP_PENETRATION} of the smaller geom's inradius "
+            f"({allowed:.3g}): the contact will push them apart at up to "
+            f"depth/time_constant = {depth / tau:.3g} (length/time), which can launch a "
+            "body. Start them touching or apart.",
+            UserWarning,
+            stacklevel=level,
+        )
+
+
+def contact_frames(normal: Float[Array, "C 3"]) -> Float[Array, "C 3 3"]:
+    """Orthonormal frames (rows: normal, tangent, tangent), branch-free (Duff et al.,
+    J. Comput. Graph. Tech. 6, 2017)."""
+    x, y, z = normal[:, 0], normal[:, 1], normal[:, 2]
+    s = jnp.where(z >= 0, 1.0, -1.0)
+    a = -1.0 / (s + z)
+    b = x * y * a
+    t1 = jnp.stack([1.0 + s * x * x * a, s * b, -s * x], axis=-1)
+    t2 = jnp.stack([b, s + y * y * a, -y], axis=-1)
+    return jnp.stack([normal, t1, t2], axis=1)
+
+
+def contact_jacobian(
+    body_jac: Float[Array, "n 6 nv"], c: Contacts, frames: Float[Array, "C 3 3"]
+) -> Float[Array, "C 3 nv"]:
+    """J (C, 3, nv): v ↦ the velocity of body b's material point at each contact point
+    relative to body a's, in the contact frame (normal, tangent, tangent)."""
+    nv = body_jac.shape[-1]
+    jac = jnp.concatenate([body_jac, jnp.zeros((1, 6, nv), body_jac.dtype)])
+
+    def point_jac(bodies: np.ndarray) -> Array:
+        jb = jac[np.where(bodies < 0, body_jac.shape[0], bodies)]  # (C, 6, nv)
+        ang, lin = jb[:, :3], jb[:, 3:]
+        # v_point = v_o + ω × p = v_o − p × ω
+        return lin - jnp.swapaxes(cross(c.point[:, None, :], jnp.swapaxes(ang, 1, 2)), 1, 2)
+
+    rel = point_jac(c.body_b) - point_jac(c.body_a)
+    return jnp.einsum("cij,cjk->cik", frames, rel)
