@@ -90,6 +90,7 @@ def test_notebooks_exist():
         "01_fit_a_pendulum.ipynb",
         "02_md_learn_a_potential.ipynb",
         "03_rigid_throw_to_target.ipynb",
+        "04_rigid_walker_gradients.ipynb",
     }
 
 
