@@ -37,6 +37,9 @@ class AbstractIntegrator(eqx.Module):
 
     #: Whether the integrator needs a `sciad.AbstractSeparableModel`.
     requires_separable: ClassVar[bool]
+    #: Whether the state caches values computed from (model, t, y) that `refresh`
+    #: recomputes (a force): a resumed state is then compared with a fresh one.
+    caches: ClassVar[bool] = False
 
     @abc.abstractmethod
     def order(self) -> int:
@@ -88,7 +91,7 @@ class AbstractIntegrator(eqx.Module):
         **Returns:** `state`.
         """
         check_state_structure(self, model, t0, y0, state)
-        return state
+        return self.check_cache(model, t0, y0, state) if self.caches else state
 
     def check_cache(
         self, model: AbstractModel, t0: RealScalarLike, y0: State, state: Anything
@@ -233,6 +236,7 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
     """
 
     requires_separable: ClassVar[bool] = True
+    caches: ClassVar[bool] = True  # the force F(t, q)
     kicks: ClassVar[tuple[float, ...]]
     drifts: ClassVar[tuple[float, ...]]
     method_order: ClassVar[int]
@@ -245,13 +249,6 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
         """The cached force F(t0, q0)."""
         assert isinstance(model, AbstractSeparableModel)
         return model.force(t0, y0[0])
-
-    def check_resume(
-        self, model: AbstractModel, t0: RealScalarLike, y0: State, state: Anything
-    ) -> Anything:
-        """The state is the cached force F(t0, q0): compare it with a fresh one."""
-        check_state_structure(self, model, t0, y0, state)
-        return self.check_cache(model, t0, y0, state)
 
     def step(
         self,

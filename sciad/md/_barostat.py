@@ -122,6 +122,7 @@ class CellRescaling(AbstractIntegrator):
         static=True, default=None
     )
     requires_separable: ClassVar[bool] = True
+    caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
 
     def __check_init__(self):
         t = self.thermostat

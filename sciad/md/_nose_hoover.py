@@ -106,6 +106,7 @@ class NoseHooverChain(AbstractIntegrator):
     yoshida_weights: int = eqx.field(static=True, default=3)
     integrator: AbstractIntegrator = eqx.field(default_factory=VelocityVerlet)
     requires_separable: ClassVar[bool] = True
+    caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
 
     def __check_init__(self):
         owner = "NoseHooverChain"

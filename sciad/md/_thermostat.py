@@ -50,6 +50,7 @@ class LangevinBAOAB(AbstractIntegrator):
     kT: FloatScalar = eqx.field(converter=jnp.asarray)
     key: Key[Array, ""]
     requires_separable: ClassVar[bool] = True
+    caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
 
     def __check_init__(self):
         check_positive(self.friction, "LangevinBAOAB.friction", zero_ok=True)

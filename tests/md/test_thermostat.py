@@ -141,3 +141,25 @@ def test_requires_an_md_system():
 def test_differentiable_wrt_temperature_through_eqx():
     nvt = md.LangevinBAOAB(friction=1.0, kT=1.0, key=jax.random.key(0))
     assert eqx.is_inexact_array(nvt.kT) and eqx.is_inexact_array(nvt.friction)
+
+
+@pytest.mark.parametrize("kind", ["langevin", "nose_hoover", "brownian"])
+def test_a_resume_state_from_another_point_is_refused(kind):
+    """A thermostat's state caches the force at its point: resuming another (t0, y0)
+    with it would step with a stale force, so it is refused before tracing (its own
+    end point and a refreshed state are accepted)."""
+    system = md.MDSystem(md.FreeSpace(), md.LennardJones(1.0, 1.0), masses=jnp.ones(2))
+    y0 = (jnp.array([[0.0, 0.0, 0.0], [1.15, 0.0, 0.0]]), jnp.zeros((2, 3)))
+    key = jax.random.key(0)
+    integ = {
+        "langevin": md.LangevinBAOAB(friction=1.0, kT=0.5, key=key),
+        "nose_hoover": md.NoseHooverChain(kT=0.5, tau=0.5),
+        "brownian": md.BrownianDynamics(friction=1.0, kT=0.5, key=key),
+    }[kind]
+    run = sciad.simulate(system, y0, dt=1e-3, n_steps=50, integrator=integ)
+    again = dict(dt=1e-3, n_steps=5, integrator=integ)
+    sciad.simulate(system, run.y1, t0=run.t1, integrator_state=run.integrator_state, **again)
+    with pytest.raises(ValueError, match="stale cache"):
+        sciad.simulate(system, y0, integrator_state=run.integrator_state, **again)
+    fresh = integ.refresh(system, 0.0, y0, run.integrator_state)
+    sciad.simulate(system, y0, integrator_state=fresh, **again)
