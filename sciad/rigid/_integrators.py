@@ -35,6 +35,13 @@ def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiB
     return mb
 
 
+def _solve_status(state: Anything) -> RESULTS:
+    """`solver_failed` once a constraint solve failed (`state`: the flag, or `None`)."""
+    if state is None:
+        return RESULTS.successful
+    return RESULTS.where(state, RESULTS.solver_failed, RESULTS.successful)
+
+
 class SemiImplicitEuler(AbstractIntegrator):
     """Semi-implicit (symplectic) Euler on the configuration manifold, with contacts.
     Order 1.
@@ -102,9 +109,7 @@ class SemiImplicitEuler(AbstractIntegrator):
 
     def status(self, state: Anything) -> RESULTS:
         """`solver_failed` if a contact solve did not converge."""
-        if state is None:
-            return RESULTS.successful
-        return RESULTS.where(state, RESULTS.solver_failed, RESULTS.successful)
+        return _solve_status(state)
 
 
 class RKMK4(AbstractIntegrator):
@@ -122,23 +127,35 @@ class RKMK4(AbstractIntegrator):
     Reference: Munthe-Kaas, BIT 38, 92 (1998); Iserles, Munthe-Kaas, Nørsett & Zanna,
     Acta Numerica 9, 215 (2000), §4.
 
+    **With contacts or hard limits**, as MuJoCo's RK4 (which solves its constraints at
+    every stage), each stage's acceleration is the constrained one over the step,
+    (v⁺ − vᵢ)/h with v⁺ = `MultiBody.constrained_velocity` at the stage's state
+    (explicit damping): where no constraint acts this is exactly the free acceleration,
+    so the method is RKMK4 there, to round-off, and only the steps in contact pay for
+    the solves (four per step, each differentiated implicitly); a solve that does not
+    converge is reported as `RESULTS.solver_failed`. The constrained steps are first
+    order, like every time-stepping scheme (the impulses are not smooth in time).
+
     **Example:** `sciad.simulate(model, y0, dt=1e-3, n_steps=1000, integrator=sciad.rigid.RKMK4())`
     """
 
     requires_separable: ClassVar[bool] = False
 
     def order(self) -> int:
-        """4."""
+        """4 (first order where constraints act)."""
         return 4
 
-    def check(self, model: AbstractModel) -> None:
-        """A `MultiBody` without contacts."""
-        _no_contacts(self, model)
+    def check_every_step(self, model: AbstractModel) -> bool:
+        """With constraints, as `SemiImplicitEuler`: a step is four Newton solves."""
+        return _multibody(self, model).constrained
 
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state (checks that `model` is a `MultiBody` without contacts)."""
-        _no_contacts(self, model)
-        return None
+        """No state without constraints; with them, a flag: has a solve failed."""
+        return jnp.asarray(False) if _multibody(self, model).constrained else None
+
+    def status(self, state: Anything) -> RESULTS:
+        """`solver_failed` if a constraint solve did not converge."""
+        return _solve_status(state)
 
     def step(
         self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
@@ -152,17 +169,25 @@ class RKMK4(AbstractIntegrator):
         a = jnp.asarray([0.0, 0.5, 0.5, 1.0], dtype)  # the stage's increment factor
         b = jnp.asarray([1 / 6, 1 / 3, 1 / 3, 1 / 6], dtype)
 
+        def acceleration(ti, qi, vi):
+            if not mb.constrained:
+                return mb.accelerations(ti, qi, vi), jnp.asarray(True)
+            v_plus, ok = mb.constrained_velocity(ti, dt, qi, vi, implicit_damping=False)
+            return (v_plus - vi) / dt, ok
+
         def stage(carry, ab):
-            kq, kv, sum_q, sum_v = carry
+            kq, kv, sum_q, sum_v, ok = carry
             ai, bi = ab
             xi, vi = (ai * dt) * kq, v + (ai * dt) * kv
             kq = mb.tangent_correction(xi, vi)
-            kv = mb.accelerations(t + ai * dt, mb.integrate_positions(q, xi), vi)
-            return (kq, kv, sum_q + bi * kq, sum_v + bi * kv), None
+            kv, ok_i = acceleration(t + ai * dt, mb.integrate_positions(q, xi), vi)
+            return (kq, kv, sum_q + bi * kq, sum_v + bi * kv, ok & ok_i), None
 
         zero = jnp.zeros_like(v)
-        (_, _, sum_q, sum_v), _ = jax.lax.scan(stage, (zero, zero, zero, zero), (a, b))
-        return (mb.integrate_positions(q, dt * sum_q), v + dt * sum_v), None
+        init = (zero, zero, zero, zero, jnp.asarray(True))
+        (_, _, sum_q, sum_v, ok), _ = jax.lax.scan(stage, init, (a, b))
+        y1 = (mb.integrate_positions(q, dt * sum_q), v + dt * sum_v)
+        return y1, None if state is None else state | ~ok
 
 
 # The symmetric composition of the three exactly solvable rotations about the

@@ -63,8 +63,7 @@ class MJCFModel(eqx.Module):
       zero velocity, shapes `(nq,)` and `(nv,)`.
     - `dt`: the `<option timestep>` (time units).
     - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicit and implicitfast
-      integrators and for RK4 with contacts or hard limits, `RKMK4` for RK4 without
-      (see [`from_mujoco`][sciad.rigid.from_mujoco]).
+      integrators, `RKMK4` for RK4 (see [`from_mujoco`][sciad.rigid.from_mujoco]).
     - `qpos_offset`: shape `(nq,)`, the hinges' and sliders' `ref` (zero elsewhere).
     - `geom_ids`: the MuJoCo geom id of each of `model.geoms`.
 
@@ -181,12 +180,10 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         )
 
 
-def _integrator(m: Any, mujoco: Any, constrained: bool) -> AbstractIntegrator:
-    """sciad's counterpart of `<option integrator>`; an RK4 model with constraints
-    (contacts or hard limits) runs with the constrained time-stepping scheme (see
-    `from_mujoco`)."""
+def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
+    """sciad's counterpart of `<option integrator>` (see `from_mujoco`)."""
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4):
-        return SemiImplicitEuler(implicit_damping=True) if constrained else RKMK4()
+        return RKMK4()
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
         return SemiImplicitEuler(implicit_damping=not disabled(m, mujoco, "mjDSBL_EULERDAMP"))
     return SemiImplicitEuler(implicit_damping=True)
@@ -235,13 +232,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     - **options**: `gravity`, `timestep` and `integrator`: Euler →
       `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
       damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
-      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4] without constraints, and
-      `SemiImplicitEuler(implicit_damping=True)` with contacts or hard limits: MuJoCo's
-      RK4 re-solves its acceleration-level constraints at every stage, which sciad's
-      velocity-level constraint solve (a time-stepping scheme, first order) has no
-      counterpart for; the trajectories then agree with MuJoCo's RK4 to first order
-      until the first contact and statistically after it (measured per model in
-      docs/rigid.md); implicit and implicitfast →
+      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4], which, as MuJoCo's RK4, solves
+      the contacts and hard limits at every stage (its stage accelerations are the
+      constrained ones over the step), so it is MuJoCo's RK4 to round-off wherever no
+      constraint acts; implicit and implicitfast →
       `SemiImplicitEuler(implicit_damping=True)`, which treats the joint damping
       implicitly but, unlike MuJoCo, the velocity terms of actuators (and, for
       implicit, the Coriolis forces) explicitly: the same to first order, not to
@@ -412,7 +406,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         model=model,
         y0=(q0, jnp.zeros(m.nv, dtype=q0.dtype)),
         dt=float(m.opt.timestep),
-        integrator=_integrator(m, mujoco, model.constrained),
+        integrator=_integrator(m, mujoco),
         qpos_offset=qpos_offset,
         geom_ids=tuple(geom_ids),
     )

@@ -99,9 +99,13 @@ RIGID_CASES = [
         "limit must be 'hard'",
     ),
     (
-        "rigid hard limit under RKMK4",
+        "rigid hard limit under FreeBodySplitting",
         lambda: sciad.simulate(
-            _LIMITED, _LIMITED.default_state(), dt=1e-3, n_steps=1, integrator=rigid.RKMK4()
+            _LIMITED,
+            _LIMITED.default_state(),
+            dt=1e-3,
+            n_steps=1,
+            integrator=rigid.FreeBodySplitting(),
         ),
         ValueError,
         "hard limits",
@@ -1003,16 +1007,16 @@ VALIDATION_CASES = [
         "SemiImplicitEuler.implicit_damping must be True or False",
     ),
     (
-        "rigid contacts under RKMK4",
+        "rigid contacts under FreeBodySplitting",
         lambda: sciad.simulate(
             _contact_model(),
             _contact_model().default_state(),
             dt=1e-3,
             n_steps=1,
-            integrator=rigid.RKMK4(),
+            integrator=rigid.FreeBodySplitting(),
         ),
         ValueError,
-        "RKMK4 cannot run a MultiBody with contacts",
+        "FreeBodySplitting cannot run a MultiBody with contacts",
     ),
     (
         "rigid contacts under RK4",
