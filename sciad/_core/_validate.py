@@ -1,5 +1,7 @@
 """Checks that run before tracing, so bad input fails with a precise Python error."""
 
+import dataclasses
+
 import equinox as eqx
 import jax
 from jax.core import Tracer
@@ -32,6 +34,36 @@ def check_model(model: Anything) -> None:
             f"`vector_field(t, y)` method); got {type(model).__name__}."
         )
     check_finite(model, "model")
+    recheck_modules(model)
+
+
+def recheck_modules(tree: Anything) -> None:
+    """Run again the `__check_init__` invariants of every Equinox module in `tree` whose
+    values are all concrete: a model edited with `eqx.tree_at` or `jax.tree.map` (a
+    negative length, say) skipped them, since neither calls `__init__`."""
+    seen: set[int] = set()
+
+    def visit(x: Anything) -> None:
+        if isinstance(x, eqx.Module):
+            if id(x) in seen:
+                return
+            seen.add(id(x))
+            if all(is_concrete(leaf) for leaf in jax.tree.leaves(x)):
+                for cls in reversed(type(x).__mro__):
+                    check = cls.__dict__.get("__check_init__")
+                    if check is not None:
+                        check(x)
+            children = [getattr(x, f.name, None) for f in dataclasses.fields(x)]
+        elif isinstance(x, (tuple, list)):
+            children = list(x)
+        elif isinstance(x, dict):
+            children = list(x.values())
+        else:
+            return
+        for child in children:
+            visit(child)
+
+    visit(tree)
 
 
 def check_finite(tree: Anything, name: str) -> None:

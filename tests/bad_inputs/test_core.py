@@ -4,6 +4,7 @@ import pathlib
 import tempfile
 
 import diffrax
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import pytest
@@ -69,7 +70,31 @@ def flip(data, n=64):
     return data[:cut] + bytes(b ^ 0xA5 for b in data[cut : cut + n]) + data[cut + n :]
 
 
+_ONE_HINGE = sciad.rigid.MultiBody(
+    [
+        sciad.rigid.Body(
+            "a", joint=sciad.rigid.HingeJoint(damping=0.1), mass=1.0, inertia=jnp.ones(3)
+        )
+    ]
+)
+
 CASES = [
+    (
+        "model edited by tree_at to a negative length",
+        lambda: sim(eqx.tree_at(lambda m: m.length, PEND, -1.0)),
+        ValueError,
+        r"Pendulum.length must be finite and > 0; got -1.0",
+    ),
+    (
+        "rigid joint edited by tree_at to a negative damping",
+        lambda: sciad.simulate(
+            eqx.tree_at(lambda m: m.joints[0].damping, _ONE_HINGE, -1.0),
+            _ONE_HINGE.default_state(),
+            **OK,
+        ),
+        ValueError,
+        r"HingeJoint.damping must be finite and >= 0; got -1.0",
+    ),
     ("y0 shape", lambda: sim(y0=jnp.zeros(3)), ValueError, r"y0 must have shape \(2,\)"),
     ("y0 structure", lambda: sim(KEPLER, jnp.zeros(4)), ValueError, r"y0 .* tuple \(q, p\)"),
     ("y0 q/p mismatch", lambda: sim(KEPLER, (jnp.zeros(2), jnp.zeros(3))), ValueError, "q and p"),
