@@ -256,8 +256,14 @@ def _inverse_regularisation(
 ) -> Array:
     """1/R = weight / (ε J M⁻¹ Jᵀ) per constraint row (rows (K, nv), M⁻¹ Jᵀ (nv, K);
     ε a scalar or per row), zero where it does not act. A row that does not act may
-    be zero (a ball joint's limit at θ = 0): double where."""
-    w = jnp.where(active, jnp.einsum("kv,vk->k", rows, minv_rows_t), 1.0)
+    be zero (a ball joint's limit at θ = 0): double where. A row that no degree of
+    freedom can move (J M⁻¹ Jᵀ = 0: a sphere on a floor with no vertical dof, say)
+    cannot act either, and is dropped rather than divided by zero: its contact then
+    carries no friction (MuJoCo's would, from the normal force its reference sets)."""
+    w = jnp.einsum("kv,vk->k", rows, minv_rows_t)
+    scale = jnp.max(jnp.abs(w), initial=0.0)
+    active = active & (w > jnp.finfo(w.dtype).eps * scale)
+    w = jnp.where(active, w, 1.0)
     return jnp.where(active, weight / (softness * w), 0.0)
 
 
