@@ -1119,3 +1119,32 @@ def test_pair_friction_follows_condim_as_mujoco():
     assert by_pair == {(-1, 0): 2.0, (-1, 1): 1.0, (0, 1): 0.0}
     with pytest.raises(ValueError, match="condim must be one of"):
         rigid.Geom(rigid.Sphere(0.1), condim=4)
+
+
+def test_a_contact_no_dof_can_move_along_its_normal_is_dropped_not_nan():
+    """A sphere resting on a floor on a horizontal slider and a vertical hinge (no dof
+    along the contact normal, as Gymnasium's point): the normal row's J M⁻¹ Jᵀ is 0,
+    so the contact cannot act; the run stays finite and keeps its speed and spin
+    (it went NaN at step 5)."""
+    bodies = [
+        rigid.Body(
+            "x",
+            joint=rigid.SliderJoint(axis=(1.0, 0.0, 0.0)),
+            pos=(0.0, 0.0, 0.1),
+            mass=0.0,
+            inertia=jnp.zeros(3),
+        ),
+        rigid.Body(
+            "ball",
+            parent="x",
+            joint=rigid.HingeJoint(axis=(0.0, 0.0, 1.0)),
+            shape=rigid.Sphere(0.1),
+            density=1000.0,
+        ),
+    ]
+    geoms = [rigid.Geom(rigid.Plane()), rigid.Geom(rigid.Sphere(0.1), body="ball")]
+    model = rigid.MultiBody(bodies, geoms=geoms)
+    q0, _ = model.default_state()
+    traj = sciad.simulate(model, (q0, jnp.array([0.3, 1.0])), dt=2e-3, n_steps=50)
+    assert traj.result == sciad.RESULTS.successful
+    np.testing.assert_allclose(np.asarray(traj.y1[1]), [0.3, 1.0], rtol=1e-12)
