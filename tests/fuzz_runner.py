@@ -111,7 +111,7 @@ def check_trajectory(traj: sciad.Trajectory) -> tuple[str, str]:
 # runs and the checks are exercised.
 
 NASTY = [0.0, -1.0, math.nan, math.inf, -math.inf, 1e300, 1e-300]
-BAD_DTYPES = ["float32", "int32", "complex128", "bool"]
+BAD_DTYPES = ["float32", "float16", "int32", "complex128", "bool"]
 
 
 class Fuzz:
@@ -132,12 +132,14 @@ class Fuzz:
         return self.pick(["float64"], BAD_DTYPES)
 
     def scalar(self, good: list = (0.5, 1.0, 2.0)):
-        """A Python float or a 0-d array."""
+        """A Python float, a 0-d JAX array or a NumPy scalar."""
         value = self.value(good)
-        if not self.pick([False, True]):
+        kind = self.pick(["python", "jax", "numpy"])
+        if kind == "python":
             return value
         with np.errstate(all="ignore"):
-            return jnp.asarray(np.asarray(value).astype(self.dtype()))
+            x = np.asarray(value).astype(self.dtype())
+        return jnp.asarray(x) if kind == "jax" else x[()]
 
     def array(self, shapes: list, bad_shapes: list = (), good: list = (0.5, 1.0, 2.0)):
         shape = self.pick(shapes, bad_shapes)
@@ -147,7 +149,8 @@ class Fuzz:
 
     def run_options(self) -> dict:
         """`dt`, `n_steps`/`t1`, `t0` and a `saveat` spec for `simulate`."""
-        opts: dict = {"dt": self.pick([0.01, 0.05], [0.0, -0.01, math.nan, math.inf, 1e300])}
+        dt = self.pick([0.01, 0.05], [0.0, -0.01, math.nan, math.inf, 1e300])
+        opts: dict = {"dt": dt if self.pick([True, False]) else self.scalar([dt])}
         how = self.pick(["n_steps", "n_steps", "t1"], ["both", "neither"])
         t0 = opts["t0"] = self.pick([0.0, 1.0, 1e7], [math.nan, math.inf])
         if how in ("n_steps", "both"):
@@ -226,9 +229,13 @@ def fuzz_simulate_ode(case):
         kind, detail = check_trajectory(traj)
         if kind == "ok" and "n_steps" in opts and "saveat" not in opts:
             # the clock: t1 = t0 + n dt exactly (in float64), whatever the state's dtype
-            expect = opts.get("t0", 0.0) + opts["n_steps"] * opts["dt"]
+            expect = opts.get("t0", 0.0) + opts["n_steps"] * float(opts["dt"])
             if not math.isclose(float(traj.t1), expect, rel_tol=1e-12, abs_tol=1e-12):
                 return "bad", f"t1 = {float(traj.t1)!r}, expected t0 + n dt = {expect!r}"
+        if kind == "ok" and "ts" in opts.get("saveat", {}):
+            asked = np.asarray(opts["saveat"]["ts"], dtype=float)
+            if not np.allclose(np.asarray(traj.ts, dtype=float), asked, rtol=0, atol=1e-12):
+                return "bad", f"saved at ts = {traj.ts}, asked for {asked}"
         return kind, detail
 
     record(case, outcome(call, check))

@@ -50,3 +50,31 @@ def test_fuzz(target, tmp_path):
         for f in failures[:5]:
             lines += [f"input: {f['input']}", f"  {f['detail']}"]
         pytest.fail("\n".join(lines), pytrace=False)
+
+
+def test_fuzz_classifier_tells_sciad_errors_from_internal_ones():
+    """The runner's verdicts: sciad's own refusal passes; an internal JAX error, an error
+    raised inside sciad by a library call, and a non-finite "successful" result fail."""
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+
+    import sciad
+
+    from .fuzz_runner import check_trajectory, outcome, SCIAD_DIR
+
+    ok = lambda out: ("ok", "")
+    assert outcome(lambda: sciad.ode.Pendulum(length=-1.0), ok)[0] == "refused"
+    assert outcome(lambda: jnp.ones(2) + jnp.ones(3), ok)[0] == "bad"
+    # a ValueError raised by a library call (`float("x")`) on a sciad line that is not a
+    # `raise` statement
+    in_sciad = compile('float("x")', f"{SCIAD_DIR}/_not_a_raise.py", "exec")
+    assert outcome(lambda: exec(in_sciad), ok)[0] == "bad"
+    nan = SimpleNamespace(
+        result=sciad.RESULTS.successful, ys=jnp.array([jnp.nan]), y1=jnp.array([0.0])
+    )
+    assert check_trajectory(nan)[0] == "bad"
+    failed = SimpleNamespace(
+        result=sciad.RESULTS.nonfinite_state, ys=jnp.array([jnp.nan]), y1=jnp.array([0.0])
+    )
+    assert check_trajectory(failed)[0] == "reported"
