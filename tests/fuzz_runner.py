@@ -283,12 +283,26 @@ def rigid_case(draw):
     gravity = f.pick([(0.0, 0.0, -9.81)], [(0.0, 0.0, math.nan)])
     state = f.pick(["default", "perturbed"], ["wrong", "nan"])
     dt = f.pick([1e-3], [0.0, -1e-3, 1.0])
-    return specs, gravity, state, dt
+    geoms = []
+    if f.pick([False, True]):  # a ground plane and a shape on each body, touching or not
+        geoms.append(dict(shape=("plane", ()), pos=(0.0, 0.0, f.pick([-0.1, -1.0, 0.05]))))
+        for i in range(len(specs)):
+            shape = f.pick([("sphere", (0.1,)), ("box", ((0.1, 0.05, 0.1),)),
+                            ("capsule", (0.05, 0.1))], [("sphere", (-0.1,)), ("sphere", (0.0,))])  # fmt: skip
+            geoms.append(
+                dict(shape=shape, body=f"b{i}", friction=f.value([0.5, 1.0, 0.0]),
+                     restitution=f.pick([0.0, 0.5], [1.5, -0.1]),
+                     time_constant=f.pick([None, 0.02, 1e-4], [0.0, -0.01, math.nan]))
+            )  # fmt: skip
+    return specs, gravity, state, dt, geoms
+
+
+SHAPES = {"plane": rigid.Plane, "sphere": rigid.Sphere, "box": rigid.Box, "capsule": rigid.Capsule}
 
 
 @given(rigid_case())
 def fuzz_simulate_rigid(case):
-    specs, gravity, state, dt = case
+    specs, gravity, state, dt, geom_specs = case
 
     def call():
         bodies = []
@@ -296,10 +310,15 @@ def fuzz_simulate_rigid(case):
             kind, joint_kw = spec["joint"]
             joint = JOINT_CLASSES[kind](**joint_kw)
             bodies.append(rigid.Body(f"b{i}", **{**spec, "joint": joint}))
-        model = rigid.MultiBody(bodies, gravity=gravity)
+        geoms = []
+        for spec in geom_specs:
+            kind, args = spec["shape"]
+            rest = {k: v for k, v in spec.items() if k != "shape"}
+            geoms.append(rigid.Geom(SHAPES[kind](*args), **rest))
+        model = rigid.MultiBody(bodies, gravity=gravity, geoms=geoms)
         q, v = model.default_state()
         if state == "perturbed":
-            q, v = q + 0.1, v + 0.3
+            q, v = model.normalize(q + 0.1), v + 0.3
         elif state == "wrong":
             q = jnp.zeros(q.shape[0] + 1)
         elif state == "nan":
