@@ -69,25 +69,25 @@ NAMES += [
     )
 ]
 # Comparisons that fail for a diagnosed sciad deficiency, with the measured figure.
-_RK4 = (
-    "the file asks for RK4; sciad has no RK4 with constraints, so load_mjcf runs a model "
-    "with contacts or hard limits with SemiImplicitEuler (since 7843a30), a first-order "
-    "difference from MuJoCo's RK4: "
+_LANDING = (
+    "RKMK4 solves the contacts at every stage as MuJoCo's RK4 and agrees to round-off "
+    "until the first contact, but sciad's contacts act on velocities (a landing stops "
+    "within a step where MuJoCo's soft contact takes about its time constant): "
 )
 XFAIL = {
-    "gymnasium/inverted_pendulum": _RK4 + "max |Δqpos| 2.8e-2 before the first limit (step 32)",
-    "gymnasium/reacher": _RK4 + "max |Δqpos| 4.6e-5 before the first limit (step 295)",
-    "gymnasium/walker2d": _RK4 + "max |Δqpos| 1.3e-3 before the first contact (step 69)",
-    "gymnasium/walker2d_v5": _RK4 + "max |Δqpos| 4.9e-4 before the first contact (step 26)",
-    "dm_control/cartpole": _RK4
-    + "no limit is ever hit, yet the cart's range switches the integrator; the swing is "
-    "chaotic: max |Δqpos| 4.7 by step 590 (with RKMK4 it was 4e-12, chaos floor 2e-10)",
-    "gymnasium/ant": _RK4 + "max |Δqpos| 1.3e-2 before the first contact (step 27)",
-    "gymnasium/inverted_double_pendulum": _RK4
-    + "no limit is ever hit, yet the cart's range switches the integrator; chaotic: "
-    "max |Δqpos| 15 by step 45 (chaos floor 7.6e-6)",
-    "gymnasium/hopper": _RK4 + "it stands on the floor from step 1 (no contact-free window): "
-    "|Δcom| 5.6 mm, |Δheight| 9.4 mm 1 s later",
+    "gymnasium/ant": _LANDING + "max |Δqpos| 3.3e-16 until step 27; |Δcom| 10 mm, "
+    "|Δheight| 9.2 mm 1 s after it",
+    "gymnasium/walker2d": _LANDING + "max |Δqpos| 4.4e-16 until step 69; |Δcom| 9.9 mm, "
+    "|Δheight| 4.7 mm 1 s after it",
+    "gymnasium/walker2d_v5": _LANDING + "max |Δqpos| 2.2e-16 until step 26; |Δcom| 20 mm, "
+    "|Δheight| 6.5 mm 1 s after it",
+    "gymnasium/hopper": _LANDING + "it stands on the floor from step 1: |Δcom| 6.2 mm, "
+    "|Δheight| 11 mm 1 s later",
+    "gymnasium/point": (
+        "the sphere rests on the floor with no dof along the contact normal (slides x, y, "
+        "hinge z): sciad drops that contact (J M⁻¹ Jᵀ = 0), MuJoCo keeps its friction "
+        "from the normal force its reference sets: max |Δqpos| 3.5e-3 by step 5"
+    ),
     "gymnasium/half_cheetah": (
         "sciad's contacts act on velocities: a foot lands at step 18 and dof 7 goes "
         "0.02 -> -3.1 rad/s in one step where MuJoCo's soft contact (τ = 0.02 s = 2 steps) "
@@ -97,10 +97,6 @@ XFAIL = {
         "sciad's contacts act on velocities: feet land at step 23 and dof 19 differs by "
         "3.1 rad/s within a step (MuJoCo -6.75, sciad -9.86): |Δcom| 44 mm, |Δheight| "
         "40 mm 1 s later"
-    ),
-    "gymnasium/point": (
-        "non-finite at step 5: the sphere rests on the floor with no dof along the "
-        "contact normal (slide x, slide y, hinge z) and spins about that normal"
     ),
     "dm_control/walker": (
         "sciad's contacts act on velocities: a foot landing (step 40) stops within one "
