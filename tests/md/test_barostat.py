@@ -307,7 +307,7 @@ def test_box_compressed_below_twice_the_cutoff_is_reported():
     traj = run(system, y0, npt, 40, saveat=width, throw=False)
     w = np.asarray(traj.ys)
     crossed = int(np.argmax(w < 3.0))  # index of the first step narrower than 2 r_c
-    assert w[crossed] < 3.0 <= w[: crossed].min() and crossed >= 2
+    assert w[crossed] < 3.0 <= w[:crossed].min() and crossed >= 2
     assert traj.result == sciad.RESULTS.box_too_small
     before = run(system, y0, npt, crossed, throw=False)
     assert before.result == sciad.RESULTS.successful
