@@ -129,7 +129,9 @@ def map_joints(
     return tuple(assembled)
 
 
-def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, ...] | None]:
+def local(
+    mb: Anything, q: Q, v: V
+) -> tuple[tuple[Array, ...], tuple[Array, Array, Array, Array] | None]:
     """One pass over the joints: the joint transforms' quaternions (n, 4) and
     translations (n, 3), the body-frame motion subspaces (nv, 6), the joints'
     passive forces, damping and armature (nv,) each; and, if any joint has a hard
@@ -159,7 +161,7 @@ def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, ...
 
     outs = ("b", "b", "v", "v", "v", "v") + (("b", "v", "b", "b") if limits else ())
     out = map_joints(mb, fn, ((q, "q"), (v, "v")), outs)
-    return out[:6], out[6:] if limits else None
+    return out[:6], (out[6], out[7], out[8], out[9]) if limits else None
 
 
 def compose(mb: Anything, rot_j: Array, r_tree: Array, trans_j: Array) -> tuple[Array, Array]:

@@ -105,7 +105,7 @@ class SemiImplicitEuler(AbstractIntegrator):
             v = v + dt * acc
             return (mb.integrate_positions(q, dt * v), v), None
         v, ok = mb.constrained_velocity(t, dt, q, v, implicit_damping=self.implicit_damping)
-        return (mb.integrate_positions(q, dt * v), v), state | ~ok
+        return (mb.integrate_positions(q, jnp.asarray(dt) * v), v), state | ~ok
 
     def status(self, state: Anything) -> RESULTS:
         """`solver_failed` if a contact solve did not converge."""

@@ -143,7 +143,7 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     limited = bool(m.jnt_limited[j]) and not (no_constraint or disabled(m, mujoco, "mjDSBL_LIMIT"))
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
     # MuJoCo's spring pulls qpos towards qpos_spring (springref); sciad's q is qpos − ref.
-    spring = dict(
+    spring: dict[str, Any] = dict(
         stiffness=stiffness,
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
     )
