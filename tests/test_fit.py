@@ -270,7 +270,9 @@ def test_residual_shape_mismatch_is_refused_before_solving():
             sciad.fit(GUESS, column, OBS)
         with pytest.raises(ValueError, match=r"data\[1\] \(shape \(31, 1\)\)"):
             sciad.fit(GUESS, row, (PEND_TS, OBS[:, None]))
-        res = sciad.fit(GUESS, scaled, (two, jnp.array([1.0, 2.0])), free=PEND_FREE)
+        res = sciad.fit(
+            GUESS, scaled, (two, jnp.array([1.0, 2.0])), free=PEND_FREE, positive=PEND_FREE
+        )
     assert np.isfinite(float(res.loss)) and int(res.rank) == 2
 
 

@@ -98,7 +98,7 @@ class AbstractIntegrator(eqx.Module):
     ) -> Anything:
         """`state` after comparing its float leaves with those of
         `refresh(model, t0, y0, state)` to within round-off (√ε relative to the largest
-        entry): a `ValueError` when everything is concrete, an `eqx.error_if` when traced.
+        entry, and at least √ε in the model's units): a `ValueError` when everything is concrete, an `eqx.error_if` when traced.
         For integrators whose `refresh` recomputes the cache and keeps the rest.
 
         **Arguments:** as [`check_resume`][sciad.AbstractIntegrator.check_resume].
@@ -116,7 +116,9 @@ class AbstractIntegrator(eqx.Module):
         diff = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in pairs]))
         size = jnp.max(jnp.stack([jnp.max(jnp.maximum(jnp.abs(a), jnp.abs(b))) for a, b in pairs]))
         tol = float(np.sqrt(jnp.finfo(pairs[0][0].dtype).eps))
-        stale = ~(diff <= tol * size)
+        # Relative to the larger entry, with an absolute floor of √ε (model units): a
+        # cache at round-off level (the forces of a perfect lattice) is not stale.
+        stale = ~(diff <= tol * jnp.maximum(size, 1.0))
         name = type(self).__name__
         if not is_concrete(stale):
             floats, rest = eqx.partition(state, eqx.is_inexact_array)

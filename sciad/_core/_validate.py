@@ -34,7 +34,10 @@ def check_model(model: Anything) -> None:
             f"`vector_field(t, y)` method); got {type(model).__name__}."
         )
     check_finite(model, "model")
-    recheck_modules(model)
+    # Inside an outer jit even operations on concrete values are staged: evaluate the
+    # invariants on the concrete values now.
+    with jax.ensure_compile_time_eval():
+        recheck_modules(model)
 
 
 def recheck_modules(tree: Anything) -> None:
