@@ -23,6 +23,7 @@ jax.config.update("jax_enable_x64", True)
 
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
+from _common import machine  # noqa: E402
 import mujoco  # noqa: E402
 
 import sciad.rigid as rigid  # noqa: E402
@@ -80,6 +81,7 @@ def main() -> None:
         "--quick", action="store_true", help="the first 4 models only (a smoke run)"
     )
     rows = census(4 if parser.parse_args().quick else None)
+    print(machine())
     n_mj = sum(r["mujoco"] is not None for r in rows)
     n_sciad = sum(r["sciad"] is not None for r in rows)
     print(

@@ -264,15 +264,13 @@ def test_residual_shape_mismatch_is_refused_before_solving():
     column = lambda m, d: pendulum_angles(m)[:, None] - d
     row = lambda m, d: pendulum_angles(m) - d[1]
     two = jnp.stack([OBS, 2 * OBS], axis=1)  # (31, 2) observations, scaled per column
-    scaled = lambda m, d: (jnp.stack([pendulum_angles(m)] * 2, 1) - d[0]) / d[1]
+    scaled = lambda m, d: (jnp.stack([pendulum_angles(m), 2 * pendulum_angles(m)], 1) - d[0]) / d[1]
     with jax.numpy_rank_promotion("allow"):  # as in a user's session
         with pytest.raises(ValueError, match=r"shape \(31, 31\), which is data \(shape \(31,\)\)"):
             sciad.fit(GUESS, column, OBS)
         with pytest.raises(ValueError, match=r"data\[1\] \(shape \(31, 1\)\)"):
             sciad.fit(GUESS, row, (PEND_TS, OBS[:, None]))
-        res = sciad.fit(
-            GUESS, scaled, (two, jnp.array([1.0, 2.0])), free=PEND_FREE, positive=PEND_FREE
-        )
+        res = sciad.fit(GUESS, scaled, (two, jnp.array([1.0, 2.0])), free=PEND_FREE)
     assert np.isfinite(float(res.loss)) and int(res.rank) == 2
 
 
