@@ -82,7 +82,9 @@ def constraint_model(tau: float) -> ContactModel:
     return ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
 
 
-def solver_parameters(m: Any, mujoco: Any, solref: Any, solimp: Any) -> tuple[float, float]:
+def solver_parameters(
+    m: Any, mujoco: Any, label: Labels, where: str, solref: Any, solimp: Any
+) -> tuple[float, float]:
     """sciad's time constant τ and softness ε for a MuJoCo constraint's `solref` (τ, ζ)
     and `solimp` (d₀, d_max, width, midpoint, power).
 
@@ -93,7 +95,8 @@ def solver_parameters(m: Any, mujoco: Any, solref: Any, solimp: Any) -> tuple[fl
     (τ itself for ζ ≤ 1), after MuJoCo's `refsafe` clamp τ ≥ 2·timestep. The
     regularisation R = (1 − d)/d · A is MuJoCo's at full impedance, d = d_max:
     ε = (1 − d_max)/d_max. A negative `solref` (direct stiffness and damping) has no
-    counterpart: τ is NaN then, and the caller reports it.
+    counterpart: it is reported to `label.block` for the element `where` (and τ = 1
+    stands in while the conversion goes on).
     """
     tau, zeta = (float(x) for x in solref)
     d_max = float(solimp[1])
@@ -102,7 +105,11 @@ def solver_parameters(m: Any, mujoco: Any, solref: Any, solimp: Any) -> tuple[fl
         if zeta > 1:
             tau = tau / (1.0 - np.sqrt(1.0 - 1.0 / zeta**2))
     else:
-        tau = float("nan")
+        label.block(
+            f"{where}: solref {(tau, zeta)} with direct stiffness and damping (negative "
+            "values) is not supported."
+        )
+        tau = 1.0
     return tau, (1.0 - d_max) / d_max
 
 
@@ -148,13 +155,9 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
     )
     if limited:
-        tau, eps = solver_parameters(m, mujoco, m.jnt_solref[j], m.jnt_solimp[j])
-        if not np.isfinite(tau):
-            label.block(
-                f"{where}: a limit solref {tuple(float(x) for x in m.jnt_solref[j])} with "
-                "direct stiffness and damping (negative values) is not supported."
-            )
-            tau = 1.0
+        tau, eps = solver_parameters(
+            m, mujoco, label, f"{where} (limit)", m.jnt_solref[j], m.jnt_solimp[j]
+        )
         kw.update(limit="hard", limit_time_constant=tau, limit_softness=eps)
     # A limit margin acts as MuJoCo's: the limit engages `margin` inside the range
     # (MuJoCo's reference uses the distance less the margin), so the range shrinks by it.
@@ -343,13 +346,7 @@ def convert_geoms(
     for g in ids:
         where = label("geom", g)
         shape = _shape(m, mujoco, label, g)
-        tau, eps = solver_parameters(m, mujoco, m.geom_solref[g], m.geom_solimp[g])
-        if not np.isfinite(tau):
-            label.block(
-                f"{where}: solref {tuple(float(x) for x in m.geom_solref[g])} with direct "
-                "stiffness and damping (negative values) is not supported."
-            )
-            tau = 1.0
+        tau, eps = solver_parameters(m, mujoco, label, where, m.geom_solref[g], m.geom_solimp[g])
         if m.geom_gap[g] != 0:
             label.block(f"{where}: a contact gap (inactive contacts) is not supported.")
         if m.geom_solmix[g] != m.geom_solmix[ids[0]]:
