@@ -5,7 +5,8 @@ A [`MultiBody`][sciad.rigid.MultiBody] is a tree of [`Body`][sciad.rigid.Body]s 
 by joints (free, ball, hinge, slider, fixed), with gravity, joint actuators driven by a
 differentiable control signal, applied wrenches, and collision [`Geom`][sciad.rigid.Geom]s
 whose contacts (Coulomb friction, restitution) are solved to convergence and
-differentiated implicitly; `sciad.simulate` runs it with
+differentiated implicitly, and the drag of a fluid [`Medium`][sciad.rigid.Medium];
+`sciad.simulate` runs it with
 [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (with contacts),
 [`RKMK4`][sciad.rigid.RKMK4] or, for free bodies,
 [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
@@ -19,6 +20,7 @@ from ._actuators import (
 )
 from ._body import Body as Body
 from ._collision import Contacts as Contacts
+from ._fluid import Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._integrators import (
     FreeBodySplitting as FreeBodySplitting,

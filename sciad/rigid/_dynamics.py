@@ -17,6 +17,7 @@ import numpy as np
 
 from .._core._geometry import cross, quat_multiply, quat_rotate, quat_to_matrix
 from .._core._types import Anything, RealScalarLike
+from ._fluid import fluid_forces
 from ._joints import AbstractJoint
 from ._spatial import (
     cross_force,
@@ -248,6 +249,10 @@ def terms(
         w = mb.wrench(t, q, v)
         f_app = wrench_at_origin(f.com, w[:, :3], w[:, 3:])
         applied = applied + jnp.sum(s * (anc.T @ f_app)[db], axis=-1)
+    if mb.medium is not None:  # fluid forces (drag) at the centres of mass
+        vb, _ = velocities(mb, f, v)
+        f_fluid = fluid_forces(mb.medium, mb.mass, mb.inertia, mb.inertia_quat, f.rot, f.com, vb)
+        applied = applied + jnp.sum(s * (anc.T @ f_fluid)[db], axis=-1)
     if not inertial:
         empty = jnp.zeros((0,), dt_)
         return Terms(empty, empty, gravity, applied, damping)

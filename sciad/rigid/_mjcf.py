@@ -11,6 +11,7 @@ import numpy as np
 from .._core._integrator import AbstractIntegrator
 from ._actuators import AbstractControl
 from ._body import Body
+from ._fluid import Medium
 from ._integrators import RKMK4, SemiImplicitEuler
 from ._joints import FixedJoint
 from ._mjcf_elements import (
@@ -143,11 +144,13 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             f"{label.name('geom', g2)!r}): explicit <contact><pair>s are not supported; "
             "sciad pairs geoms by contype/conaffinity only."
         )
-    if m.opt.density != 0 or m.opt.viscosity != 0:
-        label.block(
-            "MJCF <option density/viscosity>: fluid forces (drag, lift) are not supported "
-            f"(density={m.opt.density}, viscosity={m.opt.viscosity})."
-        )
+    if _medium(m, mujoco) is not None:
+        for g in np.flatnonzero(np.asarray(m.geom_fluid)[:, 0] > 0):
+            label.block(
+                f'{label("geom", int(g))}: fluidshape="ellipsoid" (MuJoCo ellipsoid '
+                "fluid model) is not supported; sciad models fluid forces with the "
+                'inertia-box model (fluidshape="none").'
+            )
     if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
         label.block(
             'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
@@ -178,6 +181,18 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             f"MJCF <option integrator>: {name} has no sciad counterpart (use Euler, RK4, "
             "implicit or implicitfast)."
         )
+
+
+def _medium(m: Any, mujoco: Any) -> Medium | None:
+    """`<option density viscosity wind>` as a `Medium`; `None` without fluid forces
+    (zero density and viscosity, or both springs and dampers disabled, which makes
+    MuJoCo skip every passive force)."""
+    off = disabled(m, mujoco, "mjDSBL_SPRING") and disabled(m, mujoco, "mjDSBL_DAMPER")
+    if off or (m.opt.density == 0 and m.opt.viscosity == 0):
+        return None
+    return Medium(
+        float(m.opt.density), float(m.opt.viscosity), np.asarray(m.opt.wind, dtype=np.float64)
+    )
 
 
 def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
@@ -240,7 +255,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       implicitly but, unlike MuJoCo, the velocity terms of actuators (and, for
       implicit, the Coriolis forces) explicitly: the same to first order, not to
       round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
-      `eulerdamp` disable flags are honoured.
+      `eulerdamp` disable flags are honoured. `density`, `viscosity` and `wind`
+      become the model's [`Medium`][sciad.rigid.Medium] (MuJoCo's inertia-box fluid
+      model; fluid forces are explicit, as in MuJoCo's Euler and RK4, while its
+      implicit integrators also treat their velocity derivatives implicitly).
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
       `friction` and `condim` (3, or 1: frictionless; a pair takes the larger, as in
       MuJoCo), each with its own time constant and
@@ -257,8 +275,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
     contact priorities, condim 4 and 6, unequal solmix, actuators on
     ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
-    dynamics (filters, integrators, muscles), force ranges, fluid forces and the
-    discrete integrator.
+    dynamics (filters, integrators, muscles), force ranges, the ellipsoid fluid model
+    (`fluidshape="ellipsoid"`) and the discrete integrator.
 
     **Arguments:**
 
@@ -383,6 +401,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             geoms=geoms,
             contact=contact,
             exclude=exclude,
+            medium=_medium(m, mujoco),
         )
     except ValueError as e:
         raise ValueError(f"MJCF model: {e}") from e

@@ -27,6 +27,7 @@ from ._collision import (
 )
 from ._constraint_solver import body_jacobians
 from ._dynamics import Frames, Terms
+from ._fluid import Medium
 from ._geom import ContactModel, Geom
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._spatial import (
@@ -91,6 +92,9 @@ class MultiBody(AbstractModel):
     - `contact`: a [`ContactModel`][sciad.rigid.ContactModel] (how contacts are
       resolved, and the smoothness parameter); default `ContactModel()`.
     - `exclude`: pairs of body names (`None`: the world) whose geoms never collide.
+    - `medium`: a [`Medium`][sciad.rigid.Medium]: the fluid (density, viscosity, wind)
+      whose drag acts on every body with mass (MuJoCo's inertia-box model); `None`
+      (default): vacuum.
 
     With contacts or hard joint limits (constraints) the model runs with
     [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (time stepping with a
@@ -134,6 +138,7 @@ class MultiBody(AbstractModel):
     contact: ContactModel
     geom_body: tuple[int, ...] = eqx.field(static=True)
     pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
+    medium: Medium | None
 
     def __init__(
         self,
@@ -146,6 +151,7 @@ class MultiBody(AbstractModel):
         geoms: Sequence[Geom] = (),
         contact: ContactModel | None = None,
         exclude: Sequence[tuple[str | None, str | None]] = (),
+        medium: Medium | None = None,
     ):
         bodies = tuple(bodies)
         if not bodies:
@@ -216,6 +222,9 @@ class MultiBody(AbstractModel):
             wrench = ConstantControl(as_float_array(wrench, "MultiBody wrench"))
         self.wrench = wrench
         self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
+        if medium is not None and not isinstance(medium, Medium):
+            raise TypeError(f"MultiBody medium must be a sciad.rigid.Medium; got {medium!r}.")
+        self.medium = medium
         self._check_inputs()
 
     def _set_contacts(
@@ -386,8 +395,8 @@ class MultiBody(AbstractModel):
         return terms.coriolis - terms.gravity
 
     def applied_force(self, t: RealScalarLike, q: Q, v: V) -> V:
-        """τ(t, q, v): actuators, applied wrenches, soft limits and damping (−D v);
-        everything but gravity and inertia. Shape `(nv,)`."""
+        """τ(t, q, v): actuators, applied wrenches, soft limits, damping (−D v) and
+        the medium's fluid forces; everything but gravity and inertia. Shape `(nv,)`."""
         return self._terms(t, q, v).applied
 
     def accelerations(
