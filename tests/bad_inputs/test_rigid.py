@@ -1103,6 +1103,67 @@ MJCF_CASES = [
 
 CASES = RIGID_CASES + VALIDATION_CASES + MJCF_CASES
 
+# sciad.rigid.Medium (fluid forces) and its MJCF import.
+CASES += [
+    (
+        "medium negative density",
+        lambda: rigid.Medium(density=-1.0),
+        ValueError,
+        r"Medium\.density must be finite and >= 0; got -1\.0",
+    ),
+    (
+        "medium nan viscosity",
+        lambda: rigid.Medium(viscosity=NAN),
+        ValueError,
+        r"Medium\.viscosity must be finite; got nan",
+    ),
+    (
+        "medium negative viscosity",
+        lambda: rigid.Medium(viscosity=-0.1),
+        ValueError,
+        r"Medium\.viscosity must be finite and >= 0; got -0\.1",
+    ),
+    (
+        "medium density not a scalar",
+        lambda: rigid.Medium(density=jnp.ones(2)),
+        ValueError,
+        r"Medium\.density must have shape \(\); got shape \(2,\)",
+    ),
+    (
+        "medium complex density",
+        lambda: rigid.Medium(density=1j),
+        TypeError,
+        r"Medium\.density must be real",
+    ),
+    (
+        "medium wind shape",
+        lambda: rigid.Medium(wind=(1.0, 2.0)),
+        ValueError,
+        r"Medium\.wind must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "medium infinite wind",
+        lambda: rigid.Medium(wind=(0.0, float("inf"), 0.0)),
+        ValueError,
+        r"Medium\.wind must be finite",
+    ),
+    (
+        "multibody medium type",
+        lambda: _with(medium=1000.0),
+        TypeError,
+        r"MultiBody medium must be a sciad\.rigid\.Medium; got 1000\.0",
+    ),
+    (
+        "mjcf ellipsoid fluid model",
+        lambda: rigid.load_mjcf(
+            '<mujoco><option density="1000"/><worldbody><body name="b"><joint name="j"/>'
+            '<geom name="g" size="0.1" fluidshape="ellipsoid"/></body></worldbody></mujoco>'
+        ),
+        ValueError,
+        r"MJCF geom 'g': fluidshape=\"ellipsoid\" .*is not supported",
+    ),
+]
+
 
 @pytest.mark.parametrize("name", case_names(CASES))
 def test_bad_input(name, bad_input_runner):
