@@ -20,7 +20,7 @@ from ._actuators import (
 )
 from ._body import Body as Body
 from ._collision import Contacts as Contacts
-from ._fluid import Medium as Medium
+from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._integrators import (
     FreeBodySplitting as FreeBodySplitting,

@@ -251,7 +251,7 @@ def terms(
         applied = applied + jnp.sum(s * (anc.T @ f_app)[db], axis=-1)
     if mb.medium is not None:  # fluid forces (drag) at the centres of mass
         vb, _ = velocities(mb, f, v)
-        f_fluid = fluid_forces(mb.medium, mb.mass, mb.inertia, mb.inertia_quat, f.rot, f.com, vb)
+        f_fluid = fluid_forces(mb, f.rot, f.pos, f.com, vb)
         applied = applied + jnp.sum(s * (anc.T @ f_fluid)[db], axis=-1)
     if not inertial:
         empty = jnp.zeros((0,), dt_)

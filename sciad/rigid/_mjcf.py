@@ -11,7 +11,7 @@ import numpy as np
 from .._core._integrator import AbstractIntegrator
 from ._actuators import AbstractControl
 from ._body import Body
-from ._fluid import Medium
+from ._fluid import FluidEllipsoid, Medium
 from ._integrators import RKMK4, SemiImplicitEuler
 from ._joints import FixedJoint
 from ._mjcf_elements import (
@@ -144,13 +144,6 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             f"{label.name('geom', g2)!r}): explicit <contact><pair>s are not supported; "
             "sciad pairs geoms by contype/conaffinity only."
         )
-    if _medium(m, mujoco) is not None:
-        for g in np.flatnonzero(np.asarray(m.geom_fluid)[:, 0] > 0):
-            label.block(
-                f'{label("geom", int(g))}: fluidshape="ellipsoid" (MuJoCo ellipsoid '
-                "fluid model) is not supported; sciad models fluid forces with the "
-                'inertia-box model (fluidshape="none").'
-            )
     if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
         label.block(
             'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
@@ -183,15 +176,55 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         )
 
 
-def _medium(m: Any, mujoco: Any) -> Medium | None:
-    """`<option density viscosity wind>` as a `Medium`; `None` without fluid forces
-    (zero density and viscosity, or both springs and dampers disabled, which makes
-    MuJoCo skip every passive force)."""
+def _medium(
+    m: Any, mujoco: Any, owner: list[str | None], frame: list[tuple[np.ndarray, np.ndarray]]
+) -> Medium | None:
+    """`<option density viscosity wind>` as a `Medium`, with a `FluidEllipsoid` for
+    every geom with `fluidshape="ellipsoid"` on a body with mass (placed in the sciad
+    body that body became, `owner`, by its `frame` there); `None` without fluid
+    forces (zero density and viscosity, or both springs and dampers disabled, which
+    makes MuJoCo skip every passive force)."""
     off = disabled(m, mujoco, "mjDSBL_SPRING") and disabled(m, mujoco, "mjDSBL_DAMPER")
     if off or (m.opt.density == 0 and m.opt.viscosity == 0):
         return None
+    G = mujoco.mjtGeom
+    ellipsoids = []
+    for g in np.flatnonzero(np.asarray(m.geom_fluid)[:, 0] > 0):
+        b = int(m.geom_bodyid[g])
+        name = owner[b]
+        if name is None or m.body_mass[b] < 1e-15:  # MuJoCo skips such a body
+            continue
+        size, kind = np.asarray(m.geom_size[g], dtype=np.float64), int(m.geom_type[g])
+        if kind == int(G.mjGEOM_SPHERE):
+            semiaxes = np.full(3, size[0])
+        elif kind == int(G.mjGEOM_CAPSULE):
+            semiaxes = np.array([size[0], size[0], size[1] + size[0]])
+        elif kind == int(G.mjGEOM_CYLINDER):
+            semiaxes = np.array([size[0], size[0], size[1]])
+        else:
+            semiaxes = size
+        pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
+        coef = np.asarray(m.geom_fluid[g], dtype=np.float64)
+        ellipsoids.append(
+            FluidEllipsoid(
+                name,
+                semiaxes,
+                pos=pos,
+                quat=quat,
+                blunt_drag=coef[1],
+                slender_drag=coef[2],
+                angular_drag=coef[3],
+                kutta_lift=coef[4],
+                magnus_lift=coef[5],
+                virtual_mass=coef[6:9],
+                virtual_inertia=coef[9:12],
+            )
+        )
     return Medium(
-        float(m.opt.density), float(m.opt.viscosity), np.asarray(m.opt.wind, dtype=np.float64)
+        float(m.opt.density),
+        float(m.opt.viscosity),
+        np.asarray(m.opt.wind, dtype=np.float64),
+        ellipsoids,
     )
 
 
@@ -256,9 +289,11 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       implicit, the Coriolis forces) explicitly: the same to first order, not to
       round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
       `eulerdamp` disable flags are honoured. `density`, `viscosity` and `wind`
-      become the model's [`Medium`][sciad.rigid.Medium] (MuJoCo's inertia-box fluid
-      model; fluid forces are explicit, as in MuJoCo's Euler and RK4, while its
-      implicit integrators also treat their velocity derivatives implicitly).
+      become the model's [`Medium`][sciad.rigid.Medium], and each geom with
+      `fluidshape="ellipsoid"` a [`FluidEllipsoid`][sciad.rigid.FluidEllipsoid] with
+      its `fluidcoef` and MuJoCo's added mass (MuJoCo's two fluid models; fluid
+      forces are explicit, as in MuJoCo's Euler and RK4, while its implicit
+      integrators also treat their velocity derivatives implicitly).
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
       `friction` and `condim` (3, or 1: frictionless; a pair takes the larger, as in
       MuJoCo), each with its own time constant and
@@ -275,8 +310,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
     contact priorities, condim 4 and 6, unequal solmix, actuators on
     ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
-    dynamics (filters, integrators, muscles), force ranges, the ellipsoid fluid model
-    (`fluidshape="ellipsoid"`) and the discrete integrator.
+    dynamics (filters, integrators, muscles), force ranges and the discrete
+    integrator.
 
     **Arguments:**
 
@@ -401,7 +436,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             geoms=geoms,
             contact=contact,
             exclude=exclude,
-            medium=_medium(m, mujoco),
+            medium=_medium(m, mujoco, owner, frame),
         )
     except ValueError as e:
         raise ValueError(f"MJCF model: {e}") from e

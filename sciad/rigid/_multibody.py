@@ -224,6 +224,8 @@ class MultiBody(AbstractModel):
         self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
         if medium is not None and not isinstance(medium, Medium):
             raise TypeError(f"MultiBody medium must be a sciad.rigid.Medium; got {medium!r}.")
+        if medium is not None:
+            medium.check_bodies(self.names)
         self.medium = medium
         self._check_inputs()
 

@@ -1154,13 +1154,56 @@ CASES += [
         r"MultiBody medium must be a sciad\.rigid\.Medium; got 1000\.0",
     ),
     (
-        "mjcf ellipsoid fluid model",
-        lambda: rigid.load_mjcf(
-            '<mujoco><option density="1000"/><worldbody><body name="b"><joint name="j"/>'
-            '<geom name="g" size="0.1" fluidshape="ellipsoid"/></body></worldbody></mujoco>'
+        "fluid ellipsoid body type",
+        lambda: rigid.FluidEllipsoid(3, (0.1, 0.1, 0.1)),  # pyright: ignore[reportArgumentType]
+        TypeError,
+        r"FluidEllipsoid\.body must be a body name; got 3",
+    ),
+    (
+        "fluid ellipsoid zero semiaxis",
+        lambda: rigid.FluidEllipsoid("a", (0.1, 0.0, 0.1)),
+        ValueError,
+        r"FluidEllipsoid 'a' semiaxes must be finite and > 0; got 0\.0",
+    ),
+    (
+        "fluid ellipsoid semiaxes shape",
+        lambda: rigid.FluidEllipsoid("a", (0.1, 0.1)),
+        ValueError,
+        r"FluidEllipsoid 'a' semiaxes must have shape \(3,\); got shape \(2,\)",
+    ),
+    (
+        "fluid ellipsoid nan drag",
+        lambda: rigid.FluidEllipsoid("a", (0.1, 0.1, 0.1), blunt_drag=NAN),
+        ValueError,
+        r"FluidEllipsoid 'a' blunt_drag must be finite",
+    ),
+    (
+        "fluid ellipsoid negative virtual mass",
+        lambda: rigid.FluidEllipsoid(
+            "a", (0.1, 0.1, 0.1), virtual_mass=(1.0, -1.0, 1.0), virtual_inertia=(0.0, 0.0, 0.0)
         ),
         ValueError,
-        r"MJCF geom 'g': fluidshape=\"ellipsoid\" .*is not supported",
+        r"FluidEllipsoid 'a' virtual_mass must be finite and >= 0; got -1\.0",
+    ),
+    (
+        "fluid ellipsoid zero quat",
+        lambda: rigid.FluidEllipsoid("a", (0.1, 0.1, 0.1), quat=(0.0, 0.0, 0.0, 0.0)),
+        ValueError,
+        r"FluidEllipsoid 'a' quat must be a non-zero quaternion",
+    ),
+    (
+        "medium ellipsoids type",
+        lambda: rigid.Medium(1000.0, ellipsoids=[rigid.Sphere(0.1)]),  # pyright: ignore[reportArgumentType]
+        TypeError,
+        r"Medium\.ellipsoids must be sciad\.rigid\.FluidEllipsoid; item 0 is Sphere",
+    ),
+    (
+        "medium ellipsoid unknown body",
+        lambda: _with(
+            medium=rigid.Medium(1000.0, ellipsoids=[rigid.FluidEllipsoid("x", (0.1, 0.1, 0.1))])
+        ),
+        ValueError,
+        r"FluidEllipsoid: no body named 'x'; bodies: \('a',\)",
     ),
 ]
 
