@@ -68,6 +68,10 @@ class AbstractTendon(eqx.Module):
     limits; a `frictionloss` F adds a dry-friction row with force in [−F, F] along ℓ.
     Concrete tendons: [`FixedTendon`][sciad.rigid.FixedTendon] and
     [`SpatialTendon`][sciad.rigid.SpatialTendon].
+
+    Which rows a tendon adds is static: two limit rows when `limited` (it has a
+    `range`), one friction row when `has_friction` (its `frictionloss` was nonzero, or
+    traced, when it was built; set it nonzero to differentiate with respect to it).
     """
 
     name: eqx.AbstractVar[str]
@@ -407,6 +411,18 @@ class TendonActuator(eqx.Module):
             bias_velocity=-jnp.asarray(kv, float),
             ctrl_range=ctrl_range,
         )
+
+    @classmethod
+    def velocity(
+        cls, tendon: str, kv: ScalarLike, *, ctrl_range: RangeLike | None = None
+    ) -> "TendonActuator":
+        """A speed servo: f = kv (u − ℓ̇), u the target rate of change of ℓ.
+
+        **Example:** `sciad.rigid.TendonActuator.velocity("coupling", kv=2.0)`
+        """
+        check_positive(kv, "TendonActuator.velocity kv")
+        kv = jnp.asarray(kv, float)
+        return cls(tendon, gain=kv, bias_velocity=-kv, ctrl_range=ctrl_range)
 
 
 # --------------------------------------------------------------------------- the model's
