@@ -46,6 +46,7 @@ from ._shapes import (
     Box as Box,
     Capsule as Capsule,
     Cylinder as Cylinder,
+    Ellipsoid as Ellipsoid,
     Plane as Plane,
     Sphere as Sphere,
 )

@@ -19,8 +19,8 @@ from .._core._validate import (
     is_concrete,
 )
 from ._geom import ContactModel, Geom
-from ._narrowphase import _COLLIDE, _kind, _ORDER
-from ._shapes import Box, Capsule, Plane, Sphere
+from ._narrowphase import _COLLIDE, _CONVEX_EXACT_APART, _kind, _ORDER
+from ._shapes import Box, Capsule, Cylinder, Plane, Sphere
 
 
 def _geom_label(geoms: Sequence[Geom], i: int) -> str:
@@ -197,6 +197,8 @@ _EXACT_APART = {
     (Sphere, Sphere),
     (Sphere, Capsule),
     (Capsule, Capsule),
+    (Plane, Cylinder),  # each rim point's height is exact (MuJoCo's points are too)
+    *_CONVEX_EXACT_APART,
 }
 
 
@@ -212,7 +214,9 @@ def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> No
                 f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin "
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
-                "and capsules with each other, and boxes against planes, do)."
+                "and capsules with each other, boxes and cylinders against planes, and "
+                "the pairs with an ellipsoid or through the general convex collision "
+                "do)."
             )
 
 

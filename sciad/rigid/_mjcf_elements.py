@@ -14,7 +14,7 @@ from .._core._geometry import _hamilton_np
 from ._actuators import JointActuator
 from ._geom import ContactModel, Geom
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
-from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
+from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 
 # --------------------------------------------------------------------------- helpers
 
@@ -294,10 +294,12 @@ def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape | None:
         return Cylinder(size[0], size[1])
     if t == int(G.mjGEOM_BOX):
         return Box(size)
+    if t == int(G.mjGEOM_ELLIPSOID):
+        return Ellipsoid(size)
     kind = mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower()
     label.block(
         f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, spheres, "
-        'capsules, boxes and cylinders can); make it visual-only with contype="0" '
+        'capsules, ellipsoids, boxes and cylinders can); make it visual-only with contype="0" '
         'conaffinity="0", or replace it by primitives.'
     )
     return None

@@ -10,7 +10,8 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross, safe_norm
-from ._shapes import AbstractShape, Box, Capsule, Cylinder, Plane, Sphere
+from ._convex import convex_contact, multiccd_contacts
+from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 
 # ---------------------------------------------------------------------------------------
 # Narrow phase. Each function takes two geoms' shapes and world poses (rotation (3, 3),
@@ -455,8 +456,29 @@ def _box_box(sa, ra, pa, sb, rb, pb) -> _Points:
     )
 
 
+def _plane_convex(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Plane–ellipsoid (1 point), as MuJoCo's `mjc_PlaneConvex`: the shape's support
+    point against the plane's normal, exactly."""
+    n = ra[:, 2]
+    return _plane_points(ra, pa, (rb @ sb.support(-(rb.T @ n)) + pb)[None], 0.0)
+
+
+def _convex(sa, ra, pa, sb, rb, pb) -> _Points:
+    """One point from the general convex collision (GJK and EPA, `_convex.py`), as
+    MuJoCo's `mjc_Convex` for pairs with a sphere or an ellipsoid."""
+    c = convex_contact(sa, ra, pa, sb, rb, pb)
+    return _Points(c.dist[None], c.normal[None], c.point[None])
+
+
+def _multiccd(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Up to five points from the general convex collision with MuJoCo's multiccd
+    (`_convex.multiccd_contacts`), as `mjc_Convex` for capsule–cylinder,
+    cylinder–cylinder and box–cylinder."""
+    return _Points(*multiccd_contacts(sa, ra, pa, sb, rb, pb))
+
+
 # Pair kinds: the first shape type sorts first in this order.
-_ORDER = (Plane, Sphere, Capsule, Box, Cylinder)
+_ORDER = (Plane, Sphere, Capsule, Ellipsoid, Box, Cylinder)
 _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Plane, Sphere): (_plane_sphere, 1),
     (Plane, Capsule): (_plane_capsule, 2),
@@ -469,6 +491,20 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Capsule, Box): (_capsule_box, 3),
     (Sphere, Cylinder): (_sphere_cylinder, 1),
     (Box, Box): (_box_box, 25),
+    (Plane, Ellipsoid): (_plane_convex, 1),
+    (Sphere, Ellipsoid): (_convex, 1),
+    (Capsule, Ellipsoid): (_convex, 1),
+    (Ellipsoid, Ellipsoid): (_convex, 1),
+    (Ellipsoid, Box): (_convex, 1),
+    (Ellipsoid, Cylinder): (_convex, 1),
+    (Capsule, Cylinder): (_multiccd, 5),
+    (Box, Cylinder): (_multiccd, 5),
+    (Cylinder, Cylinder): (_multiccd, 5),
+}
+# The new pairs' distances are exact apart (the plane's support point; GJK to a
+# duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.
+_CONVEX_EXACT_APART = {
+    k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex, _multiccd)
 }
 
 

@@ -10,6 +10,18 @@ from jaxtyping import Array, Float
 from .._core._types import FloatScalar, RealScalarLike
 from .._core._validate import check_positive
 
+_TINY2 = 1e-30  # MuJoCo's mjMINVAL² below which a direction has no horizontal part
+
+
+def _sign(x: Array) -> Array:
+    """+1 for x ≥ 0, else −1 (MuJoCo's support functions' tie rule)."""
+    return jnp.where(x >= 0, 1.0, -1.0).astype(x.dtype)
+
+
+def _round_jacobian(radius: Array | float, direction: Array) -> Array:
+    """A sphere's support Jacobian r (I − n nᵀ) at the unit direction n."""
+    return radius * (jnp.eye(3, dtype=direction.dtype) - jnp.outer(direction, direction))
+
 
 class AbstractShape(eqx.Module):
     """A solid shape in its own frame, centred at the origin, symmetric about the axes.
@@ -42,6 +54,26 @@ class AbstractShape(eqx.Module):
         """The radius of the largest ball about the centre that fits inside the shape
         (length): how deep another shape can reach into it before it nears the centre.
         Infinite for a plane, which has no centre."""
+
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """The support point: the point of the shape farthest along `direction` (a unit
+        vector in the shape's frame; length), where the convex collision
+        (GJK and EPA) touches the shape. Ties (a face or an edge along `direction`)
+        take MuJoCo's choice."""
+        raise TypeError(f"a {type(self).__name__} has no support point.")
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """d(support)/d(direction) at a unit `direction` whose contact lies at `point`
+        (both in the shape's frame): the surface's radii of curvature there, zero along
+        flat parts (length). It sets how a convex contact's normal turns."""
+        raise TypeError(f"a {type(self).__name__} has no support point.")
+
+    def bounding_radius(self) -> FloatScalar:
+        """The radius of the smallest ball about the centre that holds the shape
+        (MuJoCo's `geom_rbound`; length)."""
+        raise TypeError(f"a {type(self).__name__} has no bounding radius.")
 
     def mass_properties(self, density: RealScalarLike) -> tuple[FloatScalar, Float[Array, "3"]]:
         """Mass and principal inertia for a uniform `density`.
@@ -83,6 +115,20 @@ class Sphere(AbstractShape):
         """r."""
         return self.radius
 
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """r n."""
+        return self.radius * direction
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """r (I − n nᵀ)."""
+        return _round_jacobian(self.radius, direction)
+
+    def bounding_radius(self) -> FloatScalar:
+        """r."""
+        return self.radius
+
 
 class Box(AbstractShape):
     """A solid box with half-extents (a, b, c) (MuJoCo's box `size`).
@@ -111,6 +157,20 @@ class Box(AbstractShape):
     def inradius(self) -> FloatScalar:
         """The smallest half-extent."""
         return jnp.min(self.half_extents)
+
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """The corner sign(n) ∘ (a, b, c)."""
+        return _sign(direction) * self.half_extents
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """Zero: a box is flat."""
+        return jnp.zeros((3, 3), direction.dtype)
+
+    def bounding_radius(self) -> FloatScalar:
+        """|(a, b, c)|."""
+        return jnp.sqrt(jnp.sum(self.half_extents**2))
 
 
 class Cylinder(AbstractShape):
@@ -143,6 +203,33 @@ class Cylinder(AbstractShape):
     def inradius(self) -> FloatScalar:
         """min(r, h)."""
         return jnp.minimum(self.radius, self.half_length)
+
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """The rim point r (n_x, n_y)/|(n_x, n_y)| at height sign(n_z) h (the cap's
+        centre when n is along the axis)."""
+        rho2 = direction[0] ** 2 + direction[1] ** 2
+        ok = rho2 > _TINY2
+        scale = jnp.where(ok, self.radius / jnp.sqrt(jnp.where(ok, rho2, 1.0)), 0.0)
+        return jnp.stack(
+            [scale * direction[0], scale * direction[1], _sign(direction[2]) * self.half_length]
+        )
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """(r/ρ)(P − q qᵀ) on the curved side and rim (ρ = |(n_x, n_y)|, P the projection
+        on the xy plane, q the radial unit vector); zero inside a cap."""
+        rho2 = direction[0] ** 2 + direction[1] ** 2
+        on_rim = point[0] ** 2 + point[1] ** 2 >= (1 - 1e-6) ** 2 * self.radius**2
+        ok = (rho2 > _TINY2) & on_rim
+        rho = jnp.sqrt(jnp.where(ok, rho2, 1.0))
+        q = jnp.stack([direction[0] / rho, direction[1] / rho, jnp.zeros_like(rho)])
+        flat = jnp.diag(jnp.asarray([1.0, 1.0, 0.0], direction.dtype))
+        return jnp.where(ok, self.radius / rho * (flat - jnp.outer(q, q)), 0.0)
+
+    def bounding_radius(self) -> FloatScalar:
+        """√(r² + h²)."""
+        return jnp.sqrt(self.radius**2 + self.half_length**2)
 
 
 class Capsule(AbstractShape):
@@ -183,6 +270,68 @@ class Capsule(AbstractShape):
     def inradius(self) -> FloatScalar:
         """r (every point of the axis segment is r from the surface)."""
         return self.radius
+
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """r n + sign(n_z) h ẑ."""
+        up = jnp.zeros(3, direction.dtype).at[2].set(_sign(direction[2]) * self.half_length)
+        return self.radius * direction + up
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """r (I − n nᵀ) (the axis segment adds nothing)."""
+        return _round_jacobian(self.radius, direction)
+
+    def bounding_radius(self) -> FloatScalar:
+        """r + h."""
+        return self.radius + self.half_length
+
+
+class Ellipsoid(AbstractShape):
+    """A solid ellipsoid with semi-axes (a, b, c) along its x, y, z axes (MuJoCo's
+    ellipsoid `size`).
+
+    V = 4πabc/3; I_x = m (b² + c²)/5 and cyclically.
+
+    **Arguments:** `radii`: shape `(3,)`, positive (length).
+
+    **Example:** `sciad.rigid.Ellipsoid(jnp.array([0.1, 0.2, 0.3])).mass_properties(1000.0)`
+    """
+
+    radii: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        check_positive(self.radii, "Ellipsoid.radii", shape=(3,))
+
+    def volume(self) -> FloatScalar:
+        """4πabc/3."""
+        return (4 * math.pi / 3) * jnp.prod(self.radii)
+
+    def unit_inertia(self) -> Float[Array, "3"]:
+        """((b² + c²)/5, (a² + c²)/5, (a² + b²)/5)."""
+        a2, b2, c2 = self.radii**2
+        return jnp.stack([b2 + c2, a2 + c2, a2 + b2]) / 5
+
+    def inradius(self) -> FloatScalar:
+        """The smallest semi-axis."""
+        return jnp.min(self.radii)
+
+    def support(self, direction: Float[Array, "3"]) -> Float[Array, "3"]:
+        """A² n / |A n|, A = diag(a, b, c)."""
+        scaled = self.radii * direction
+        return self.radii * scaled / jnp.sqrt(jnp.sum(scaled**2))
+
+    def support_jacobian(
+        self, direction: Float[Array, "3"], point: Float[Array, "3"]
+    ) -> Float[Array, "3 3"]:
+        """(A² − A²n (A²n)ᵀ/|An|²)/|An|."""
+        a2n = self.radii**2 * direction
+        norm = jnp.sqrt(jnp.sum((self.radii * direction) ** 2))
+        return (jnp.diag(self.radii**2) - jnp.outer(a2n, a2n) / norm**2) / norm
+
+    def bounding_radius(self) -> FloatScalar:
+        """The largest semi-axis."""
+        return jnp.max(self.radii)
 
 
 class Plane(AbstractShape):
