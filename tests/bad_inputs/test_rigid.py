@@ -1098,6 +1098,30 @@ MJCF_CASES = [
         ValueError,
         r"qpos must have shape \(\.\.\., 1\); got \(3,\)",
     ),
+    (
+        "rigid ellipsoid zero radius",
+        lambda: rigid.Ellipsoid(jnp.array([0.1, 0.0, 0.1])),
+        ValueError,
+        r"Ellipsoid.radii must be finite and > 0; got 0.0",
+    ),
+    (
+        "rigid ellipsoid negative radius",
+        lambda: rigid.Ellipsoid(jnp.array([0.1, -0.25, 0.1])),
+        ValueError,
+        r"Ellipsoid.radii must be finite and > 0; got -0.25",
+    ),
+    (
+        "rigid ellipsoid infinite radius",
+        lambda: rigid.Ellipsoid(jnp.array([0.1, jnp.inf, 0.1])),
+        ValueError,
+        r"Ellipsoid.radii must be finite and > 0; got inf",
+    ),
+    (
+        "rigid ellipsoid radii shape",
+        lambda: rigid.Ellipsoid(jnp.array([0.1, 0.2])),
+        ValueError,
+        r"Ellipsoid.radii must have shape \(3,\); got shape \(2,\)",
+    ),
 ]
 
 
