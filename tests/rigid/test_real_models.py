@@ -23,7 +23,7 @@ from .real_models import corpus, quiet_mujoco
 mujoco = pytest.importorskip("mujoco")
 
 # The number of corpus models load_mjcf loads now; raise it as features land.
-LOADS_AT_LEAST = 17
+LOADS_AT_LEAST = 20
 N_STEPS = 1000
 # The start: qpos0 moved along a random tangent of this size (rad or m), and a random
 # velocity of this size; and MuJoCo's own start change that measures the chaos floor.
@@ -214,7 +214,19 @@ def _max_abs(a, b):
     return np.abs(a - b).max(axis=-1)
 
 
+# Known failures too slow to run in CI (their general convex contacts take minutes).
+NOT_RUN = {
+    "dm_control/humanoid_CMU": (
+        "agrees to 5.6e-16 until the first contact (step 63), then the velocity-level "
+        "landing difference: |Δcom| 7.8 mm, |Δheight| 1.3 mm 1 s later; the run takes "
+        "about 8 minutes on 2 cores, so it is not run in CI"
+    ),
+}
+
+
 def _param(name):
+    if name in NOT_RUN:
+        return pytest.param(name, marks=pytest.mark.xfail(run=False, reason=NOT_RUN[name]))
     if name in XFAIL:
         return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=XFAIL[name]))
     return name
