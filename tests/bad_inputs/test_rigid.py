@@ -692,18 +692,6 @@ VALIDATION_CASES = [
         TypeError,
         "MultiBody geoms must be sciad.rigid.Geom; item 0",
     ),
-    (
-        "rigid capsule cylinder pair",
-        lambda: rigid.MultiBody(
-            [rigid.Body("c", joint=rigid.FreeJoint(), **_LINK)],
-            geoms=[
-                rigid.Geom(rigid.Cylinder(0.1, 0.1)),
-                rigid.Geom(rigid.Capsule(0.1, 0.1), body="c"),
-            ],
-        ),
-        ValueError,
-        "Cylinder–Capsule is not supported|Capsule–Cylinder is not supported",
-    ),
     # the contact model
     (
         "rigid contact softness zero",

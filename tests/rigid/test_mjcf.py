@@ -511,13 +511,6 @@ UNSUPPORTED = {
         ),
         r"MJCF geom 'terrain': hfield geoms cannot collide",
     ),
-    "ellipsoid geom": (
-        _world(
-            '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
-            '<freejoint/><geom name="egg" type="ellipsoid" size="0.1 0.2 0.3"/></body>'
-        ),
-        r"MJCF geom 'egg': ellipsoid geoms cannot collide",
-    ),
     "explicit pair": (
         _world(
             '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
@@ -555,13 +548,6 @@ UNSUPPORTED = {
         ),
         r"geom 'ball' \(Sphere on body 'b'\) and geom 'box' \(Box on body 'a'\): a margin",
     ),
-    "unsupported shape pair": (
-        _world(
-            '<geom name="drum" type="cylinder" size="1 1"/><body name="b" pos="0 0 2">'
-            '<freejoint/><geom name="pill" type="capsule" size="0.1 0.2"/></body>'
-        ),
-        r"geom 'pill' \(Capsule on body 'b'\) against geom 'drum'.*not supported",
-    ),
     "ball joint stiffness": (
         _world(
             '<body name="b"><joint name="spring" type="ball" stiffness="10"/><geom size="0.1"/></body>'
@@ -579,10 +565,6 @@ UNSUPPORTED = {
     "gravcomp": (
         _world('<body name="b" gravcomp="1"><joint/><geom size="0.1"/></body>'),
         r"MJCF body 'b': gravity compensation",
-    ),
-    "fluid": (
-        f'<mujoco><option density="1.2"/><worldbody>{_BODY}</worldbody></mujoco>',
-        r"fluid forces",
     ),
 }
 
@@ -691,20 +673,18 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     xml = _world(
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
-        '<geom name="g" size="0.1" solref="-1 -1"/>'
-        '<geom name="e" type="ellipsoid" size="0.1 0.2 0.3"/></body>',
+        '<geom name="g" size="0.1" solref="-1 -1"/></body>',
         '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>',
     )
     with pytest.raises(ValueError) as e:
         rigid.load_mjcf(xml)
     msg = str(e.value)
-    assert msg.startswith("MJCF model: sciad.rigid cannot represent 6 features")
+    assert msg.startswith("MJCF model: sciad.rigid cannot represent 5 features")
     for part in (
         "MJCF tendon 't': tendons",
         "MJCF body 'b': gravity compensation",
         "MJCF joint 'j': frictionloss",
-        "MJCF geom 'e': ellipsoid geoms cannot collide",
         "MJCF actuator 'm': forcerange",
         "MJCF geom 'g': solref (-1.0, -1.0) with direct stiffness",
     ):
