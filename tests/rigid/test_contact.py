@@ -691,12 +691,7 @@ def test_pair_filtering_follows_mujoco():
     assert pairs(geoms=masked) == {(-1, 1), (-1, 2), (-1, 3)}
 
 
-def test_unsupported_pairs_and_integrators_raise():
-    b, g = free_body("cyl", rigid.Cylinder(0.1, 0.1), (0.0, 0.0, 0.0))
-    b2, g2 = free_body("pill", rigid.Capsule(0.1, 0.1), (0.0, 0.0, 1.0))
-    with pytest.raises(ValueError, match="Capsule–Cylinder is not supported"):
-        rigid.MultiBody([b, b2], geoms=[g, g2])
-    rigid.MultiBody([b, b2], geoms=[g, g2], exclude=[("cyl", "pill")])  # fine when excluded
+def test_unsupported_integrators_raise():
     mb = box_on_plane()
     y0 = mb.default_state()
     with pytest.raises(ValueError, match="use sciad.rigid.SemiImplicitEuler"):
