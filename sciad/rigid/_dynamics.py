@@ -240,24 +240,25 @@ def terms(
     db = topo.dof_body
     s = f.subspace
     passive, damping, armature = f.passive, f.damping, f.armature
+
+    def to_dofs(w: Array) -> Array:
+        """Generalised forces of body wrenches about the world origin (n, 6)."""
+        return jnp.sum(s * (anc.T @ w)[db], axis=-1)
+
+    vb, v_joint = velocities(mb, f, v)
     # External forces: gravity, and applied wrenches at the centres of mass.
     weight = mb.mass[:, None] * mb.gravity[None, :]
-    f_grav = wrench_at_origin(f.com, weight, jnp.zeros_like(weight))
-    gravity = jnp.sum(s * (anc.T @ f_grav)[db], axis=-1)
+    gravity = to_dofs(wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
     applied = passive - damping * v + actuator_force(mb, t, q, v)
     if mb.wrench is not None:
         w = mb.wrench(t, q, v)
-        f_app = wrench_at_origin(f.com, w[:, :3], w[:, 3:])
-        applied = applied + jnp.sum(s * (anc.T @ f_app)[db], axis=-1)
+        applied = applied + to_dofs(wrench_at_origin(f.com, w[:, :3], w[:, 3:]))
     if mb.medium is not None:  # fluid forces (drag) at the centres of mass
-        vb, _ = velocities(mb, f, v)
-        f_fluid = fluid_forces(mb, f.rot, f.pos, f.com, vb)
-        applied = applied + jnp.sum(s * (anc.T @ f_fluid)[db], axis=-1)
+        applied = applied + to_dofs(fluid_forces(mb, f.rot, f.pos, f.com, vb))
     if not inertial:
         empty = jnp.zeros((0,), dt_)
         return Terms(empty, empty, gravity, applied, damping)
     # RNEA with zero joint accelerations: the velocity-product forces.
-    vb, v_joint = velocities(mb, f, v)
     v_parent = jnp.asarray(topo.anc_strict, dt_) @ v_joint
     ab = cross_motion(v_parent, v_joint)
     if any(type(j).bias_acceleration is not AbstractJoint.bias_acceleration for j in mb.joints):
@@ -267,7 +268,7 @@ def terms(
         ab = ab + extra
     ab = anc @ ab
     fb = matvec(f.inertia, ab) + cross_force(vb, matvec(f.inertia, vb))
-    coriolis = jnp.sum(s * (anc.T @ fb)[db], axis=-1)
+    coriolis = to_dofs(fb)
     # CRBA: M[k, l] = S_k · I^c_{body(l)} S_l when body(k) is an ancestor of body(l)
     # (I^c: the composite inertia of the subtree), mirrored.
     # I^c_{body(l)} S_l = Σ_{i in the subtree of body(l)} I_i S_l: one fused

@@ -222,9 +222,9 @@ class MultiBody(AbstractModel):
             wrench = ConstantControl(as_float_array(wrench, "MultiBody wrench"))
         self.wrench = wrench
         self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
-        if medium is not None and not isinstance(medium, Medium):
-            raise TypeError(f"MultiBody medium must be a sciad.rigid.Medium; got {medium!r}.")
         if medium is not None:
+            if not isinstance(medium, Medium):
+                raise TypeError(f"MultiBody medium must be a sciad.rigid.Medium; got {medium!r}.")
             medium.check_bodies(self.names)
         self.medium = medium
         self._check_inputs()
