@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from .._core._types import FloatScalar, RealScalarLike
 from .._core._validate import check_in_range, check_positive, check_scalar
@@ -72,7 +72,9 @@ class Impedance(eqx.Module):
         check_in_range(self.power, "Impedance.power", 1.0, float("inf"))
 
     @classmethod
-    def from_mujoco(cls, solref: Float[Array, "2"], solimp: Float[Array, "5"]) -> "Impedance":
+    def from_mujoco(
+        cls, solref: Float[ArrayLike, "2"], solimp: Float[ArrayLike, "5"]
+    ) -> "Impedance":
         """The impedance of MuJoCo's `solref` (τ, ζ) (positive: the standard format)
         and `solimp` (d₀, d_max, width, midpoint, power), clamped as MuJoCo clamps
         them.
@@ -180,3 +182,38 @@ class RowBlock(NamedTuple):
     upper: Float[Array, " K"]
     active: Bool[Array, " K"]
     friction: bool
+
+
+class InverseWeights(eqx.Module):
+    """MuJoCo's constant inverse inertias (`invweight0`, computed at the reference
+    configuration `qpos0`), which MuJoCo uses as the constraint rows' inverse inertia A
+    in R = (1 − d)/d · A (its `diagApprox`). A `MultiBody` without them uses the exact
+    J M⁻¹ Jᵀ of the current configuration (MuJoCo's `diagexact`). `load_mjcf` sets
+    them from MuJoCo so that its models' constraints are as soft as MuJoCo's.
+
+    **Arguments:**
+
+    - `body_translation`, `body_rotation`: shape `(n,)` per body (1/mass and
+      1/(mass·length²)); a contact's rows use the sum of its two bodies'
+      translational weights (the world's is 0).
+    - `dof`: shape `(nv,)` per degree of freedom: a joint limit's or friction loss's.
+    - `tendon`: shape `(n_tendons,)`, the tendons' (empty without tendons).
+
+    **Example:** `InverseWeights(jnp.ones(2), jnp.ones(2), jnp.ones(2))`
+    """
+
+    body_translation: Float[Array, " n"] = eqx.field(converter=jnp.asarray)
+    body_rotation: Float[Array, " n"] = eqx.field(converter=jnp.asarray)
+    dof: Float[Array, " nv"] = eqx.field(converter=jnp.asarray)
+    tendon: Float[Array, " nt"] = eqx.field(
+        default_factory=lambda: jnp.zeros(0), converter=jnp.asarray
+    )
+
+    def __check_init__(self):
+        for name in ("body_translation", "body_rotation", "dof", "tendon"):
+            x = getattr(self, name)
+            if jnp.ndim(x) != 1:
+                raise ValueError(
+                    f"InverseWeights.{name} must be one-dimensional; got shape {jnp.shape(x)}."
+                )
+            check_positive(x, f"InverseWeights.{name}", zero_ok=True, shape=jnp.shape(x))
