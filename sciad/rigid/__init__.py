@@ -22,6 +22,7 @@ from ._body import Body as Body
 from ._collision import Contacts as Contacts
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
+from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights
 from ._integrators import (
     FreeBodySplitting as FreeBodySplitting,
     RKMK4 as RKMK4,
@@ -49,4 +50,10 @@ from ._shapes import (
     Ellipsoid as Ellipsoid,
     Plane as Plane,
     Sphere as Sphere,
+)
+from ._tendons import (
+    AbstractTendon as AbstractTendon,
+    FixedTendon as FixedTendon,
+    SpatialTendon as SpatialTendon,
+    TendonActuator as TendonActuator,
 )

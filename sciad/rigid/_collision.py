@@ -19,6 +19,7 @@ from .._core._validate import (
     is_concrete,
 )
 from ._geom import ContactModel, Geom
+from ._impedance import mix
 from ._narrowphase import _COLLIDE, _CONVEX_EXACT_APART, _kind, _ORDER
 from ._shapes import Box, Capsule, Cylinder, Plane, Sphere
 
@@ -91,7 +92,8 @@ class Contacts(NamedTuple):
     `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
     point carries (1, except where a capsule–capsule pair hands over between its
     closest point and its end points as the axes turn parallel), the pair's
-    `time_constant` and `softness` (C,) (see `Geom`), and the static body indices
+    `impedance` (C, 7) (its `Impedance` stacked, see `Geom`), and the static arrays
+    `frictional` (C,) (the pair has sliding friction: condim 3) and body indices
     `body_a`, `body_b` (C,) (−1: the world).
 
     **Example:** `touching = model.contacts(q).dist < 0`
@@ -103,8 +105,8 @@ class Contacts(NamedTuple):
     friction: Float[Array, " C"]
     restitution: Float[Array, " C"]
     weight: Float[Array, " C"]
-    time_constant: Float[Array, " C"]
-    softness: Float[Array, " C"]
+    impedance: Float[Array, "C 7"]
+    frictional: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
 
@@ -139,7 +141,7 @@ def find_contacts(
     """Every candidate contact point: one batched distance function per pair kind.
 
     `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
-    the time constant and softness of geoms that set none.
+    the impedance of geoms that set none.
     """
     dtype = pos.dtype
     gb = np.asarray(geom_body, dtype=np.int64)
@@ -159,34 +161,35 @@ def find_contacts(
         fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
         ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
         eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
-        tau, eps, margin = (
+        imp, margin = (
             jnp.stack(x).astype(dtype)
             for x in zip(
                 *(_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)),
                 strict=True,
             )
         )
+        frictional = _pair_frictional(geoms, ia, ib)
         parts.append(
             (
                 (pts.dist - margin[:, None]).reshape(-1),
                 pts.normal.reshape(-1, 3),
                 pts.point.reshape(-1, 3),
-                jnp.repeat(jnp.maximum(fa, fb) * _pair_condim_mask(geoms, ia, ib, dtype), k),
+                jnp.repeat(jnp.maximum(fa, fb) * jnp.asarray(frictional, dtype), k),
                 jnp.repeat(jnp.maximum(ea, eb), k),
                 weight.reshape(-1),
-                jnp.repeat(tau, k),
-                jnp.repeat(eps, k),
+                jnp.repeat(imp, k, axis=0),
+                np.repeat(frictional, k),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
             )
         )
     cols = list(zip(*parts, strict=True))
-    dist, normal, point, mu, e, weight, tau, eps = (jnp.concatenate(x) for x in cols[:8])
-    ba, bb = (np.concatenate(x) for x in cols[8:])
+    dist, normal, point, mu, e, weight, imp = (jnp.concatenate(x) for x in cols[:7])
+    frictional, ba, bb = (np.concatenate(x) for x in cols[7:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, weight, tau, eps, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, imp, frictional, ba, bb)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
@@ -220,39 +223,22 @@ def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> No
             )
 
 
-def _pair_condim_mask(
-    geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray, dtype: Anything
-) -> Array:
-    """1 where a pair has friction (the larger condim is 3), 0 for two condim-1 geoms."""
-    return jnp.asarray(
-        [max(geoms[i].condim, geoms[j].condim) > 1 for i, j in zip(ia, ib, strict=True)], dtype
+def _pair_frictional(geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """True where a pair has friction (the larger condim is 3), False for two condim-1
+    geoms."""
+    return np.asarray(
+        [max(geoms[i].condim, geoms[j].condim) > 1 for i, j in zip(ia, ib, strict=True)], bool
     )
 
 
-def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array]:
-    """A pair's time constant, softness and margin (see `Geom`): the model's τ
-    and ε when neither geom sets its own, else the mean τ and the ε of the mean
-    impedance d = 1/(1 + ε), as MuJoCo mixes solref and solimp."""
-    if a.time_constant is None and b.time_constant is None:
-        tau = model.time_constant
-    else:
-        tau = (
-            sum(model.time_constant if g.time_constant is None else g.time_constant for g in (a, b))
-            / 2
-        )
-    if a.softness is None and b.softness is None:
-        eps = model.softness
-    else:
-        d = (
-            sum(1 / (1 + (model.softness if g.softness is None else g.softness)) for g in (a, b))
-            / 2
-        )
-        eps = (1 - d) / d
-    return (
-        jnp.asarray(tau),
-        jnp.asarray(eps),
-        a.margin + b.margin,
-    )
+def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array]:
+    """A pair's stacked impedance and margin (see `Geom`): the model's impedance when
+    neither geom sets its own, else the mean of the two (the model's standing in for
+    a geom without one), as MuJoCo mixes solref and solimp with equal `solmix`."""
+    if a.impedance is None and b.impedance is None:
+        return model.impedance.stacked(), a.margin + b.margin
+    own = [(model.impedance if g.impedance is None else g.impedance).stacked() for g in (a, b)]
+    return mix(*own), a.margin + b.margin
 
 
 # A contact deeper than this fraction of the smaller geom's inradius when a run starts
@@ -263,7 +249,7 @@ DEEP_PENETRATION = 0.1
 # optimisations (it runs once per `simulate` call: compiling fast matters, not running;
 # filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
 _distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
-    lambda model, q: (lambda c: (c.dist, c.time_constant))(model.contacts(q)),
+    lambda model, q: (lambda c: (c.dist, c.impedance[:, 0]))(model.contacts(q)),
     compiler_options={"xla_backend_optimization_level": 0},
 )
 

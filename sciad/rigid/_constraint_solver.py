@@ -13,7 +13,8 @@ import numpy as np
 from .._core._batching import compacting_while
 from .._core._types import RealScalarLike
 from ._collision import Contacts
-from ._geom import ContactModel, safe_time_constant
+from ._geom import ContactModel
+from ._impedance import row_terms, RowBlock
 from ._narrowphase import _unit
 
 # ---------------------------------------------------------------------------------------
@@ -28,9 +29,11 @@ class _Problem(NamedTuple):
     u_ref: Array  # (C, 3)
     inv_r: Array  # (C,) active / R (0 for inactive contacts)
     mu: Array  # (C,)
-    lim_jac: Array  # (L, nv) the hard joint limits' rows
-    lim_ref: Array  # (L,)
-    lim_inv_r: Array  # (L,)
+    row_jac: Array  # (L, nv) the scalar rows: limits, friction losses, pyramid edges
+    row_ref: Array  # (L,)
+    row_inv_r: Array  # (L,) active / R (0 for inactive rows)
+    row_lower: Array  # (L,) the rows' force bounds
+    row_upper: Array  # (L,)
 
 
 class _Cone(NamedTuple):
@@ -82,8 +85,8 @@ def _cone_jacobian(y: Array, mu: Array) -> Array:
 
 
 class _Rows(NamedTuple):
-    """The constraint residuals at v: contacts' y = û − J v (C, 3) and Π_K(y), hard
-    limits' z = û_L − J_L v (L,) (their projection on [0, ∞) is max(z, 0))."""
+    """The constraint residuals at v: contacts' y = û − J v (C, 3) and Π_K(y), the
+    scalar rows' z = û_L − J_L v (L,)."""
 
     y: Array
     proj: Array
@@ -92,21 +95,31 @@ class _Rows(NamedTuple):
 
 def _rows(v: Array, p: _Problem) -> _Rows:
     y = p.u_ref - jnp.einsum("cij,j->ci", p.jac, v)
-    return _Rows(y, _cone_projection(y, p.mu), p.lim_ref - p.lim_jac @ v)
+    return _Rows(y, _cone_projection(y, p.mu), p.row_ref - p.row_jac @ v)
+
+
+def _interval(z: Array, p: _Problem) -> tuple[Array, Array]:
+    """The scalar rows' forces γ = clip(z/R, lower, upper) and penalties
+    φ(z) = γ z − R γ²/2 (the Moreau envelope of the bounds: z²/(2R) where the bounds
+    do not bind, linear beyond; zero for inactive rows, 1/R = 0)."""
+    gamma = jnp.clip(z * p.row_inv_r, p.row_lower, p.row_upper)
+    active = p.row_inv_r > 0
+    r = 1.0 / jnp.where(active, p.row_inv_r, 1.0)
+    return gamma, jnp.where(active, gamma * z - 0.5 * r * gamma**2, 0.0)
 
 
 def _penalty(r: _Rows, p: _Problem) -> Array:
-    """Σ_c ‖Π_K(y_c)‖²/(2R_c) + Σ_l max(z_l, 0)²/(2R_l)."""
+    """Σ_c ‖Π_K(y_c)‖²/(2R_c) + Σ_l φ_l(z_l)."""
     contacts = jnp.sum(p.inv_r * jnp.sum(r.proj**2, axis=-1))
-    return 0.5 * (contacts + jnp.sum(p.lim_inv_r * jnp.maximum(r.z, 0.0) ** 2))
+    return 0.5 * contacts + jnp.sum(_interval(r.z, p)[1])
 
 
 def _gradient(v: Array, p: _Problem) -> tuple[Array, _Rows]:
-    """∇ℓ(v) = M (v − v_free) − Jᵀ γ − J_Lᵀ γ_L, with γ = Π_K(y)/R and
-    γ_L = max(z, 0)/R_L."""
+    """∇ℓ(v) = M (v − v_free) − Jᵀ γ − J_Lᵀ γ_L, with γ = Π_K(y)/R and γ_L the
+    scalar rows' forces."""
     r = _rows(v, p)
     g = p.mass @ (v - p.v_free) - jnp.einsum("cij,ci->j", p.jac, p.inv_r[:, None] * r.proj)
-    return g - p.lim_jac.T @ (p.lim_inv_r * jnp.maximum(r.z, 0.0)), r
+    return g - p.row_jac.T @ _interval(r.z, p)[0], r
 
 
 def _cost(v: Array, p: _Problem) -> Array:
@@ -116,12 +129,14 @@ def _cost(v: Array, p: _Problem) -> Array:
 
 def _newton_step(v: Array, p: _Problem) -> tuple[Array, Array, Array, _Rows]:
     """The full Newton step at v, dv = −H⁻¹∇ℓ with
-    H = M + Jᵀ (∂Π_K/R) J + J_Lᵀ diag([z > 0]/R_L) J_L, and the Hessian's (upper)
+    H = M + Jᵀ (∂Π_K/R) J + J_Lᵀ diag([bounds free]/R_L) J_L, and the Hessian's (upper)
     Cholesky factor, ∇ℓ(v) and the residuals."""
     g, r = _gradient(v, p)
     curv = p.inv_r[:, None, None] * _cone_jacobian(r.y, p.mu)
     h = p.mass + jnp.einsum("cji,cjk,ckl->il", p.jac, curv, p.jac)
-    h = h + p.lim_jac.T @ (jnp.where(r.z > 0, p.lim_inv_r, 0.0)[:, None] * p.lim_jac)
+    zr = r.z * p.row_inv_r
+    free = (zr > p.row_lower) & (zr < p.row_upper)
+    h = h + p.row_jac.T @ (jnp.where(free, p.row_inv_r, 0.0)[:, None] * p.row_jac)
     factor = jax.scipy.linalg.cho_factor(h)[0]
     return -jax.scipy.linalg.cho_solve((factor, False), g), factor, g, r
 
@@ -139,7 +154,7 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
     iterate after that full step, the Cholesky factor of the Hessian it was taken with,
     and whether the test was met. Along the step, ℓ(v + α dv) needs only the scalars
     aᵀMa, aᵀM dv, dvᵀM dv (a = v − v_free) and y − α J dv: one product with J for all
-    trial lengths α (and with J_L for the limits)."""
+    trial lengths α (and with J_L for the scalar rows)."""
 
     def cond(p, carry):
         _, _, it, done = carry
@@ -154,13 +169,13 @@ def _newton(p: _Problem, v0: Array, max_iterations: int, tol: float) -> tuple[Ar
         f0 = 0.5 * a @ ma + _penalty(r, p)
         w = jnp.einsum("cij,j->ci", p.jac, dv)
         trial_proj = _cone_projection(r.y[None] - alphas[:, None, None] * w[None], p.mu[None])
-        trial_z = jnp.maximum(r.z[None] - alphas[:, None] * (p.lim_jac @ dv)[None], 0.0)
+        trial_z = r.z[None] - alphas[:, None] * (p.row_jac @ dv)[None]
         trial = (
             0.5 * a @ ma
             + alphas * (a @ md)
             + 0.5 * alphas**2 * (dv @ md)
             + 0.5 * jnp.sum(p.inv_r[None] * jnp.sum(trial_proj**2, axis=-1), axis=-1)
-            + 0.5 * jnp.sum(p.lim_inv_r[None] * trial_z**2, axis=-1)
+            + jnp.sum(jax.vmap(lambda z: _interval(z, p)[1])(trial_z), axis=-1)
         )
         ok = trial <= f0 + 1e-4 * alphas * (g @ dv)
         done = jnp.max(jnp.abs(dv)) <= tol * _scale(p)
@@ -203,6 +218,28 @@ def _solve_jvp(max_iterations, tol, primals, tangents):
     return (v, ok), (dv, np.zeros(jnp.shape(ok), jax.dtypes.float0))
 
 
+class ScalarRows(NamedTuple):
+    """The scalar rows of a solve: Jacobian (L, nv), reference velocities û (L,),
+    inverse regularisations 1/R (L,; zero for inactive rows) and force bounds (L,)."""
+
+    jac: Array
+    ref: Array
+    inv_r: Array
+    lower: Array
+    upper: Array
+
+    @classmethod
+    def empty(cls, v: Array) -> "ScalarRows":
+        none = jnp.zeros(0, v.dtype)
+        return cls(jnp.zeros((0,) + v.shape, v.dtype), none, none, none, none)
+
+    @classmethod
+    def concatenate(cls, parts: "list[ScalarRows]", v: Array) -> "ScalarRows":
+        if not parts:
+            return cls.empty(v)
+        return cls(*(jnp.concatenate(x) for x in zip(*parts, strict=True)))
+
+
 def solve_contacts(
     mass: Float[Array, "nv nv"],
     v_free: Float[Array, " nv"],
@@ -212,16 +249,16 @@ def solve_contacts(
     inv_r: Float[Array, " C"],
     mu: Float[Array, " C"],
     model: ContactModel,
-    limits: tuple[Float[Array, "L nv"], Float[Array, " L"], Float[Array, " L"]] | None = None,
+    rows: ScalarRows | None = None,
 ) -> tuple[Float[Array, " nv"], Array]:
-    """The post-contact velocity v⁺ (the minimiser of ℓ) and whether the solve
+    """The post-constraint velocity v⁺ (the minimiser of ℓ) and whether the solve
     converged. Newton starts from `v_start` or `v_free`, whichever costs less (warm
-    start, as MuJoCo's: the previous step's solution is usually close). `limits`:
-    the hard joint limits' rows J_L, references û_L and 1/R_L (see `limit_terms`)."""
-    if limits is None:
-        none = jnp.zeros(0, v_free.dtype)
-        limits = (jnp.zeros((0,) + v_free.shape, v_free.dtype), none, none)
-    p = _Problem(mass, v_free, jac, u_ref, inv_r, mu, *limits)
+    start, as MuJoCo's: the previous step's solution is usually close). The contacts'
+    cone rows are (`jac`, `u_ref`, `inv_r`, `mu`); `rows` the scalar rows (limits,
+    friction losses, pyramid edges: `scalar_rows`)."""
+    if rows is None:
+        rows = ScalarRows.empty(v_free)
+    p = _Problem(mass, v_free, jac, u_ref, inv_r, mu, *rows)
     v_start = jax.lax.stop_gradient(v_start)
     sp = jax.lax.stop_gradient(p)
     v_start = jnp.where(_cost(v_start, sp) < _cost(sp.v_free, sp), v_start, sp.v_free)
@@ -229,58 +266,82 @@ def solve_contacts(
     return _solve(p, v_start, model.max_iterations, tol)
 
 
+def exact_diagonal(rows: Float[Array, "K nv"], minv_rows_t: Float[Array, "nv K"]) -> Array:
+    """The rows' exact inverse inertia (J M⁻¹ Jᵀ)_kk (MuJoCo's `diagexact`)."""
+    return jnp.einsum("kv,vk->k", rows, minv_rows_t)
+
+
+def _movable(diagonal: Array) -> Array:
+    """Rows some degree of freedom can move: J M⁻¹ Jᵀ above round-off of the largest.
+    A row no dof moves (a sphere on a floor with no vertical dof) cannot act, and is
+    dropped rather than given R = 0."""
+    scale = jnp.max(jnp.abs(diagonal), initial=0.0)
+    return diagonal > jnp.finfo(diagonal.dtype).eps * scale
+
+
+def scalar_rows(block: RowBlock, v: Array, diagonal: Array, dt: RealScalarLike) -> ScalarRows:
+    """The solve's form of a `RowBlock`, with the rows' inverse inertia `diagonal`
+    (the block's own, else the exact one): MuJoCo's reference û and regularisation R
+    (`row_terms`); rows that do not act get 1/R = 0."""
+    u = block.jac @ v
+    ref, r = row_terms(block.impedance, block.violation, u, diagonal, dt, friction=block.friction)
+    active = block.active & _movable(diagonal)
+    inv_r = jnp.where(active, 1.0 / jnp.where(active, r, 1.0), 0.0)
+    return ScalarRows(block.jac, ref, inv_r, block.lower, block.upper)
+
+
 def contact_terms(
     c: Contacts,
     jac: Float[Array, "C 3 nv"],
-    minv_jt: Float[Array, "nv C"],
+    diagonal: Float[Array, " C"],
     v: Float[Array, " nv"],
     dt: RealScalarLike,
 ) -> tuple[Float[Array, "C 3"], Float[Array, " C"]]:
-    """The reference velocities û (C, 3) and the inverse regularisations 1/R (C,)
-    (zero for contacts that do not touch) for a step `dt`, with each contact's time
-    constant (at least two steps) and softness. `minv_jt` is M⁻¹ J_nᵀ for the normal
-    rows."""
-    u_pre = jnp.einsum("cij,j->ci", jac, v)
-    push = -c.dist / safe_time_constant(c.time_constant, dt)
-    bounce = -c.restitution * u_pre[:, 0]
-    slip, _ = _unit(u_pre[:, 1:], jnp.zeros_like(u_pre[:, 1:]))
-    # De Saxcé's correction, with the slip before the step: the convex model would
-    # otherwise lift a sliding contact at normal speed μ|u_t|.
-    u_n = jnp.maximum(push, bounce) - c.friction * slip
-    u_ref = jnp.stack([u_n, jnp.zeros_like(u_n), jnp.zeros_like(u_n)], axis=-1)
-    return u_ref, _inverse_regularisation(c.dist < 0, jac[:, 0, :], minv_jt, c.softness, c.weight)
+    """The elliptic cone rows' reference velocities û (C, 3) and inverse
+    regularisations 1/R (C,) (zero for contacts that do not touch) for a step `dt`:
+    MuJoCo's (`row_terms`), the normal from the distance, the tangents damped only;
+    R from the normal's inverse inertia `diagonal`, the same for the tangents (MuJoCo's
+    with impratio 1). A contact with restitution e > 0 keeps at least −e u⁻ of its
+    approach velocity u⁻ (Newton's law)."""
+    u = jnp.einsum("cij,j->ci", jac, v)
+    u_n, r = row_terms(c.impedance, c.dist, u[:, 0], diagonal, dt)
+    bounce = jnp.maximum(u_n, -c.restitution * u[:, 0])
+    u_n = jnp.where(c.restitution > 0, bounce, u_n)
+    tangent = jax.vmap(
+        lambda ut: row_terms(c.impedance, jnp.zeros_like(c.dist), ut, diagonal, dt, friction=True)[
+            0
+        ],
+        in_axes=1,
+        out_axes=1,
+    )(u[:, 1:])
+    active = (c.dist < 0) & _movable(diagonal)
+    inv_r = jnp.where(active, c.weight / jnp.where(active, r, 1.0), 0.0)
+    return jnp.concatenate([u_n[:, None], tangent], axis=1), inv_r
 
 
-def _inverse_regularisation(
-    active: Array, rows: Array, minv_rows_t: Array, softness: Array, weight: Array | float
-) -> Array:
-    """1/R = weight / (ε J M⁻¹ Jᵀ) per constraint row (rows (K, nv), M⁻¹ Jᵀ (nv, K);
-    ε a scalar or per row), zero where it does not act. A row that does not act may
-    be zero (a ball joint's limit at θ = 0): double where. A row that no degree of
-    freedom can move (J M⁻¹ Jᵀ = 0: a sphere on a floor with no vertical dof, say)
-    cannot act either, and is dropped rather than divided by zero: its contact then
-    carries no friction (MuJoCo's would, from the normal force its reference sets)."""
-    w = jnp.einsum("kv,vk->k", rows, minv_rows_t)
-    scale = jnp.max(jnp.abs(w), initial=0.0)
-    active = active & (w > jnp.finfo(w.dtype).eps * scale)
-    w = jnp.where(active, w, 1.0)
-    return jnp.where(active, weight / (softness * w), 0.0)
-
-
-def limit_terms(
-    dist: Float[Array, " L"],
-    lim_jac: Float[Array, "L nv"],
-    minv_jt: Float[Array, "nv L"],
-    time_constant: Float[Array, " L"],
-    softness: Float[Array, " L"],
-    dt: RealScalarLike,
-) -> tuple[Float[Array, " L"], Float[Array, " L"]]:
-    """The hard joint limits' reference velocities û_L = −r/τ (τ per limit, at least
-    two steps `dt`: `safe_time_constant`) and inverse regularisations
-    1/R_L = 1/(ε J_L M⁻¹ J_Lᵀ) (ε per limit; zero for limits that hold, r ≥ 0): the
-    contacts' normal rows without restitution or friction. `minv_jt` is M⁻¹ J_Lᵀ."""
-    inv_r = _inverse_regularisation(dist < 0, lim_jac, minv_jt, softness, 1.0)
-    return -dist / safe_time_constant(time_constant, dt), inv_r
+def pyramid_block(
+    c: Contacts, jac: Float[Array, "C 3 nv"], impratio: RealScalarLike
+) -> tuple[RowBlock, Array]:
+    """MuJoCo's pyramidal friction cone as scalar rows: a frictional contact's four
+    edges J_n ± μ J_tk (k = 1, 2), each with force ≥ 0 and the contact's distance, a
+    frictionless one's normal row; and each row's factor on the normal's inverse
+    inertia giving MuJoCo's R (2μ²(1 + μ²)/impratio for edges, 1 for normals)."""
+    fr = np.asarray(c.frictional)
+    e, s = np.nonzero(fr)[0], np.nonzero(~fr)[0]
+    mu = c.friction[e]
+    edges = jnp.concatenate(
+        [jac[e, 0] + sign * mu[:, None] * jac[e, k] for k in (1, 2) for sign in (1.0, -1.0)]
+    )
+    jacs = jnp.concatenate([edges, jac[s, 0]])
+    idx = np.concatenate([np.tile(e, 4), s])
+    factor = jnp.concatenate(
+        [jnp.tile(2 * mu**2 * (1 + mu**2) / impratio, 4), jnp.ones(len(s), jac.dtype)]
+    )
+    zero = jnp.zeros(len(idx), jac.dtype)
+    block = RowBlock(
+        c.dist[idx], jacs, c.impedance[idx], None, zero, zero + jnp.inf, c.dist[idx] < 0, False
+    )
+    return block, (idx, factor)
 
 
 def body_jacobians(

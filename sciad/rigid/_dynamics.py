@@ -27,6 +27,12 @@ from ._spatial import (
     spatial_inertia,
     wrench_at_origin,
 )
+from ._tendons import (
+    tendon_actuator_force,
+    tendon_kinematics,
+    tendon_passive_force,
+    TendonActuator,
+)
 
 Q = Float[Array, " nq"]
 V = Float[Array, " nv"]
@@ -44,8 +50,10 @@ class Frames(NamedTuple):
     damping: Array  # (nv,) damping coefficients
     armature: Array  # (nv,)
     # The hard limits' constraint values (n,), their derivatives along each joint's own
-    # dofs (nv,), time constants (n,) and softnesses (n,); None without hard limits.
-    limits: tuple[Array, Array, Array, Array] | None
+    # dofs (nv,) and stacked impedances (n, 7); None without hard limits.
+    limits: tuple[Array, Array, Array] | None
+    # The tendons' lengths (T,) and Jacobians (T, nv); None without tendons.
+    tendons: tuple[Array, Array] | None = None
 
 
 class Terms(NamedTuple):
@@ -130,14 +138,12 @@ def map_joints(
     return tuple(assembled)
 
 
-def local(
-    mb: Anything, q: Q, v: V
-) -> tuple[tuple[Array, ...], tuple[Array, Array, Array, Array] | None]:
+def local(mb: Anything, q: Q, v: V) -> tuple[tuple[Array, ...], tuple[Array, Array, Array] | None]:
     """One pass over the joints: the joint transforms' quaternions (n, 4) and
     translations (n, 3), the body-frame motion subspaces (nv, 6), the joints'
     passive forces, damping and armature (nv,) each; and, if any joint has a hard
-    limit, the limits' constraint values (n,), derivatives (nv,), time constants and
-    softnesses (n,) (else `None`)."""
+    limit, the limits' constraint values (n,), derivatives (nv,) and stacked
+    impedances (n, 7) (else `None`)."""
     limits = bool(mb.limited.size)
 
     def fn(j, qj, vj):
@@ -152,17 +158,14 @@ def local(
         )
         if not limits:
             return out
-        tau, eps = (
-            jnp.asarray(x, qj.dtype)
-            for x in j.limit_parameters(mb.contact.time_constant, mb.contact.softness)
-        )
+        imp = j.limit_parameters(mb.contact.impedance).stacked().astype(qj.dtype)
         if j.hard_limited:
-            return out + j.limit_constraint(qj) + (tau, eps)
-        return out + AbstractJoint.limit_constraint(j, qj) + (tau, eps)
+            return out + j.limit_constraint(qj) + (imp,)
+        return out + AbstractJoint.limit_constraint(j, qj) + (imp,)
 
-    outs = ("b", "b", "v", "v", "v", "v") + (("b", "v", "b", "b") if limits else ())
+    outs = ("b", "b", "v", "v", "v", "v") + (("b", "v", "b") if limits else ())
     out = map_joints(mb, fn, ((q, "q"), (v, "v")), outs)
-    return out[:6], (out[6], out[7], out[8], out[9]) if limits else None
+    return out[:6], (out[6], out[7], out[8]) if limits else None
 
 
 def compose(mb: Anything, rot_j: Array, r_tree: Array, trans_j: Array) -> tuple[Array, Array]:
@@ -199,7 +202,8 @@ def frames(mb: Anything, q: Q, v: V | None = None) -> Frames:
     w = matvec(rot[db], s_body[:, :3])
     lin = matvec(rot[db], s_body[:, 3:]) + cross(pos[db], w)
     subspace = jnp.concatenate([w, lin], axis=-1)
-    return Frames(rot, pos, com, inertia, subspace, passive, damping, armature, limits)
+    f = Frames(rot, pos, com, inertia, subspace, passive, damping, armature, limits)
+    return f._replace(tendons=tendon_kinematics(mb, f, q)) if mb.tendons else f
 
 
 def forward_kinematics(mb: Anything, q: Q) -> tuple[Array, Array]:
@@ -249,7 +253,9 @@ def terms(
     # External forces: gravity, and applied wrenches at the centres of mass.
     weight = mb.mass[:, None] * mb.gravity[None, :]
     gravity = to_dofs(wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
-    applied = passive - damping * v + actuator_force(mb, t, q, v)
+    applied = passive - damping * v + actuator_force(mb, t, q, v, f)
+    if mb.tendons:  # the tendons' springs and dampers
+        applied = applied + tendon_passive_force(mb, f, v)
     if mb.wrench is not None:
         w = mb.wrench(t, q, v)
         applied = applied + to_dofs(wrench_at_origin(f.com, w[:, :3], w[:, 3:]))
@@ -282,7 +288,7 @@ def terms(
     return Terms(mass_matrix, coriolis, gravity, applied, damping)
 
 
-def actuator_force(mb: Anything, t: RealScalarLike, q: Q, v: V) -> V:
+def actuator_force(mb: Anything, t: RealScalarLike, q: Q, v: V, f: Frames) -> V:
     if not mb.actuators:
         return jnp.zeros_like(v)
     topo = mb.topology
@@ -296,6 +302,12 @@ def actuator_force(mb: Anything, t: RealScalarLike, q: Q, v: V) -> V:
         [jnp.asarray(jnp.inf, v.dtype) if a.ctrl_range is None else a.ctrl_range[1] for a in acts]
     )
     u = jnp.clip(u, lo, hi)
+    # Actuators on tendons (Jᵀ f), then those on joints.
+    on_tendons = tendon_actuator_force(mb, f, u, v) if mb.tendons else jnp.zeros_like(v)
+    keep = np.asarray([i for i, a in enumerate(acts) if not isinstance(a, TendonActuator)])
+    if not keep.size:
+        return on_tendons
+    acts, u = [acts[i] for i in keep], u[keep]
     bodies = [mb.body_index(a.joint) for a in acts]
     dofs = np.asarray([topo.dadr[b] + a.dof for a, b in zip(acts, bodies, strict=True)])
     one_dof = np.asarray([type(mb.joints[b]).nq == 1 for b in bodies])
@@ -306,4 +318,4 @@ def actuator_force(mb: Anything, t: RealScalarLike, q: Q, v: V) -> V:
     b1 = jnp.stack([a.bias_position for a in acts])
     b2 = jnp.stack([a.bias_velocity for a in acts])
     force = gain * u + b0 + b1 * qa + b2 * v[dofs]
-    return jnp.zeros_like(v).at[dofs].add(force)
+    return on_tendons.at[dofs].add(force)

@@ -15,6 +15,7 @@ from .._core._validate import (
     check_scalar,
 )
 from ._body import _unit_quat
+from ._impedance import Impedance
 from ._shapes import AbstractShape
 from ._types import QuatLike, ScalarLike, Vec3Like
 
@@ -49,10 +50,11 @@ class Geom(eqx.Module):
       normal velocity after an impact is −e times the one before, for a hard contact.
     - `contype`, `conaffinity`: MuJoCo's collision bitmasks (integers).
     - `name`: an optional name, used in error messages.
-    - `time_constant`, `softness`: this geom's own τ and ε (> 0) for its contacts;
-      `None` (default): the model's [`ContactModel`][sciad.rigid.ContactModel]'s. A
-      pair mixes its two geoms' values as MuJoCo mixes `solref` and `solimp` (equal
-      `solmix`): the mean τ, and the ε of the mean impedance d = 1/(1 + ε).
+    - `impedance`: this geom's own [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
+      `solref` and `solimp`) for its contacts; `None` (default): the model's
+      [`ContactModel`][sciad.rigid.ContactModel]'s. A pair mixes its two geoms'
+      impedances as MuJoCo mixes `solref` and `solimp` (equal `solmix`): the mean of
+      each parameter.
     - `margin` (length, ≥ 0): a pair acts when its distance is below the sum of its
       geoms' margins, as MuJoCo's `margin` (MuJoCo 4 sums a pair's margins): a body
       rests about that far from what it stands on. Only for pairs whose separated
@@ -77,8 +79,7 @@ class Geom(eqx.Module):
     conaffinity: int = eqx.field(static=True)
     name: str | None = eqx.field(static=True)
     condim: int = eqx.field(static=True)
-    time_constant: FloatScalar | None
-    softness: FloatScalar | None
+    impedance: Impedance | None
     margin: FloatScalar
 
     def __init__(
@@ -93,8 +94,7 @@ class Geom(eqx.Module):
         contype: int = 1,
         conaffinity: int = 1,
         name: str | None = None,
-        time_constant: ScalarLike | None = None,
-        softness: ScalarLike | None = None,
+        impedance: Impedance | None = None,
         margin: ScalarLike = 0.0,
         condim: int = 3,
     ):
@@ -121,67 +121,61 @@ class Geom(eqx.Module):
         self.conaffinity = check_int(conaffinity, f"{label} conaffinity", minimum=0)
         self.name = name
         self.condim = check_int(condim, f"{label} condim", allowed=(1, 3))
-        for field, x in (("time_constant", time_constant), ("softness", softness)):
-            if x is not None:
-                check_positive(x, f"{label} {field}")
-        self.time_constant = None if time_constant is None else jnp.asarray(time_constant)
-        self.softness = None if softness is None else jnp.asarray(softness)
+        if impedance is not None and not isinstance(impedance, Impedance):
+            raise TypeError(
+                f"{label} impedance must be a sciad.rigid.Impedance or None; got {impedance!r}."
+            )
+        self.impedance = impedance
         check_positive(margin, f"{label} margin", zero_ok=True)
         self.margin = jnp.asarray(margin)
 
 
 class ContactModel(eqx.Module):
-    """How contacts are resolved: a regularised (soft) Coulomb contact, solved to
-    convergence each step and differentiated implicitly.
+    """How contacts are resolved: MuJoCo's soft contact model, solved to convergence
+    each step and differentiated implicitly.
 
-    Each step of [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] finds the new
-    velocity v⁺ as the minimiser of the convex function
+    Each step of [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (and each stage
+    of [`RKMK4`][sciad.rigid.RKMK4]) finds the new velocity v⁺ as the minimiser of the
+    convex function
 
-    ℓ(v) = ½ (v − v_free)ᵀ M (v − v_free) + Σ_c (1/(2R_c)) ‖Π_K(û_c − J_c v)‖²,
+    ℓ(v) = ½ (v − v_free)ᵀ M (v − v_free) + Σ_c (1/(2R_c)) ‖Π_K(û_c − J_c v)‖² + Σ_l φ_l(û_l − J_l v),
 
-    where v_free is the velocity without contacts, J_c maps v to contact c's relative
-    velocity in its frame (normal, two tangents), Π_K projects on the friction cone
-    K = {‖γ_t‖ ≤ μ γ_n}, and the impulse is γ_c = Π_K(û_c − J_c v⁺)/R_c ∈ K. The
-    reference velocity û_c is zero along the tangents and, along the normal, the larger
-    of −φ/τ (push a penetration φ < 0 out with time constant τ) and −e u⁻ (Newton
-    restitution of the approach velocity u⁻). Only penetrating contacts (φ < 0) act.
-    This is the convex formulation of MuJoCo and of Drake's SAP (Todorov 2014; Castro
-    et al. 2022), at the velocity level. Newton's method with a backtracking line
-    search converges in a few iterations (ℓ is piecewise quadratic, strongly convex).
-    The iterations are not differentiated: the solution is differentiated implicitly,
+    where v_free is the velocity without constraints, J_c maps v to contact c's
+    relative velocity in its frame (normal, two tangents), Π_K projects on the
+    friction cone K = {‖γ_t‖ ≤ μ γ_n}, and the impulse is γ_c = Π_K(û_c − J_c v⁺)/R_c ∈ K;
+    the scalar rows l (joint and tendon limits, friction losses, and the edges of a
+    pyramidal cone) have forces γ_l = clip((û_l − J_l v⁺)/R_l, lower, upper) and
+    penalties φ_l, the Moreau envelope of their bounds. This is MuJoCo's convex
+    formulation (Todorov 2014) with MuJoCo's `solref`/`solimp` ([`Impedance`][sciad.rigid.Impedance]),
+    written for velocities: MuJoCo's reference acceleration a_ref = −b u − k d(r) r is
+    the reference velocity û = u + h a_ref of a step h, and its regularisation
+    R = (1 − d)/d · A (A the row's inverse inertia) is the same. Only rows within
+    their margin act. Newton's method with a backtracking line search converges in a
+    few iterations (ℓ is piecewise quadratic and strongly convex). The iterations are
+    not differentiated: the solution is differentiated implicitly,
     dv⁺ = −H⁻¹ ∂θ∇ℓ · dθ at the minimiser (∇ℓ = 0 there; H the Hessian of ℓ), by a
     custom JVP rule that is itself differentiable. So reverse mode, forward mode and
     every second-order combination (Hessians, Hessian-vector products, `grad` of
     `grad`) are exact for the converged solve, and a gradient costs one extra
     Hessian factorisation per step, whatever the number of iterations.
 
-    The convex model alone would lift a sliding contact off at normal speed μ|u_t|
-    (Anitescu's relaxation); the normal reference is lowered by μ|u_t⁻|, the slip
-    before the step (De Saxcé's bipotential correction, made explicit), so a sliding
-    contact stays on the surface: it sinks only by τ μ² g h (the slip falls by μ g h
-    within a step h), 5e-5 m for μ = 0.5, h = 1 ms and the default τ.
-
-    **The smoothness parameter** is `softness` ε: R_c = ε · (J M⁻¹ Jᵀ)_nn / w_c, the
-    contact's compliance relative to its effective inverse mass (w_c is the point's
-    weight, 1 except for near-parallel capsule pairs, `Contacts`). ε → 0 is a hard,
-    rigid contact with exact Coulomb stiction; larger ε makes the contact a stiff
-    spring–damper (a resting body sinks by ≈ τ R γ_n, about 1e-6 m for the
-    defaults), makes impulses continuous functions of the state and the solve better
-    conditioned, and softens impacts: a single-point impact leaves with normal
-    velocity (e − ε)/(1 + ε) times the approach speed. Stiction creeps at speed R γ_t
-    under a tangential load. A sliding contact's friction force is exactly μ times
-    its normal force, so a sliding box decelerates at μg.
+    A geom with restitution e > 0 adds Newton's law: the normal reference is at least
+    −e times the approach velocity.
 
     **Arguments:**
 
-    - `softness`: ε > 0 (dimensionless), default 1e-2.
-    - `time_constant`: τ > 0 (time), the penetration-recovery time. Default 0.02
-      (MuJoCo's default `solref` time constant). A step h uses max(τ, 2h)
+    - `impedance`: the default [`Impedance`][sciad.rigid.Impedance] of every contact
+      (a [`Geom`][sciad.rigid.Geom] may set its own) and of every hard limit (a joint
+      may set its own); default MuJoCo's (`solref` (0.02, 1), `solimp` (0.9, 0.95,
+      0.001, 0.5, 2)). A step h uses the time constant max(τ, 2h)
       ([`effective_time_constant`][sciad.rigid.ContactModel.effective_time_constant]),
-      as MuJoCo's `refsafe` does: the recovery φ ← φ (1 − h/τ) overshoots for h/τ > 1
-      and grows for h/τ > 2, so a τ below two steps would launch a body from the
-      ground (a box dropped from 0.2 m with τ = h/2 rose to 1.28 m). The hard joint
-      limits use the same time constant.
+      as MuJoCo's `refsafe` does: a shorter τ would launch a body from the ground (a box
+      dropped from 0.2 m with τ = h/2 rose to 1.28 m).
+    - `cone`: `"elliptic"` (default; MuJoCo's `cone="elliptic"`) or `"pyramidal"`
+      (MuJoCo's default: each frictional contact is four rows J_n ± μ J_t, each with a
+      non-negative force).
+    - `impratio` (> 0): MuJoCo's ratio of frictional to normal impedance, used by the
+      pyramidal cone; the elliptic cone supports only 1 (default).
     - `max_iterations`: Newton iterations before the solve is reported as failed
       (`RESULTS.solver_failed`); default 50.
     - `tolerance`: relative velocity tolerance of the solve, default 1e-10 (raised to
@@ -190,35 +184,43 @@ class ContactModel(eqx.Module):
       max(|v_free|, 1); that step is then taken.
 
     References: Todorov, ICRA 2014, "Convex and analytically-invertible dynamics with
-    contacts and constraints"; Castro, Permenter & Han, IEEE T-RO 39 (2023),
-    "An unconstrained convex formulation of compliant contact"; Anitescu, Math.
-    Program. 105 (2006).
+    contacts and constraints"; MuJoCo documentation, Computation; Castro, Permenter &
+    Han, IEEE T-RO 39 (2023), "An unconstrained convex formulation of compliant
+    contact".
 
-    **Example:** `sciad.rigid.MultiBody(bodies, geoms=geoms, contact=sciad.rigid.ContactModel(softness=1e-3))`
+    **Example:** `sciad.rigid.MultiBody(bodies, geoms=geoms, contact=sciad.rigid.ContactModel(cone="pyramidal"))`
     """
 
-    softness: FloatScalar = eqx.field(default=1e-2, converter=jnp.asarray)
-    time_constant: FloatScalar = eqx.field(default=0.02, converter=jnp.asarray)
+    impedance: Impedance = Impedance()
+    cone: str = eqx.field(default="elliptic", static=True)
+    impratio: float = eqx.field(default=1.0, static=True)
     max_iterations: int = eqx.field(default=50, static=True)
     tolerance: float = eqx.field(default=1e-10, static=True)
 
     def __check_init__(self):
-        check_positive(self.softness, "ContactModel.softness")
-        check_positive(self.time_constant, "ContactModel.time_constant")
+        if not isinstance(self.impedance, Impedance):
+            raise TypeError(
+                f"ContactModel.impedance must be a sciad.rigid.Impedance; got {self.impedance!r}."
+            )
+        if self.cone not in ("elliptic", "pyramidal"):
+            raise ValueError(
+                f"ContactModel.cone must be 'elliptic' or 'pyramidal'; got {self.cone!r}."
+            )
+        check_positive(self.impratio, "ContactModel.impratio")
+        if self.cone == "elliptic" and self.impratio != 1:
+            raise ValueError(
+                "ContactModel.impratio must be 1 with the elliptic cone (an anisotropic "
+                f"cone is not supported); got {self.impratio!r}. Use cone='pyramidal'."
+            )
         check_int(self.max_iterations, "ContactModel.max_iterations")
         if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)):
             raise TypeError(f"ContactModel.tolerance must be a float; got {self.tolerance!r}.")
         check_positive(self.tolerance, "ContactModel.tolerance")
 
     def effective_time_constant(self, dt: RealScalarLike) -> FloatScalar:
-        """The time constant a step of length `dt` uses: max(τ, 2·dt) (MuJoCo's
+        """The contact time constant a step of length `dt` uses: max(τ, 2·dt) (MuJoCo's
         `refsafe`; see the class docstring).
 
-        **Example:** `ContactModel(time_constant=1e-3).effective_time_constant(1e-3)` is 2e-3.
+        **Example:** `ContactModel(Impedance(time_constant=1e-3)).effective_time_constant(1e-3)` is 2e-3.
         """
-        return safe_time_constant(self.time_constant, dt)
-
-
-def safe_time_constant(time_constant: Array, dt: RealScalarLike) -> Array:
-    """max(τ, 2·dt) (MuJoCo's `refsafe`, see `ContactModel`), elementwise."""
-    return jnp.maximum(time_constant, 2 * jnp.asarray(dt, time_constant.dtype))
+        return jnp.maximum(self.impedance.time_constant, 2 * jnp.asarray(dt))

@@ -29,7 +29,7 @@ from .._core._geometry import (
     safe_norm,
     so3_dexpinv,
 )
-from .._core._types import Anything, FloatScalar, RealScalarLike
+from .._core._types import Anything, FloatScalar
 from .._core._validate import (
     as_float_array,
     check_in_range,
@@ -37,6 +37,7 @@ from .._core._validate import (
     check_scalar,
     is_concrete,
 )
+from ._impedance import Impedance
 from ._spatial import cross_motion
 from ._types import RangeLike, ScalarLike, Vec3Like
 
@@ -74,15 +75,13 @@ def _check_range(joint: eqx.Module, rng: Array | None) -> None:
         )
 
 
-def _optional(x: ScalarLike | None) -> Array | None:
-    return None if x is None else jnp.asarray(x)
-
-
 def _check_limit_parameters(joint: eqx.Module) -> None:
-    for name in ("limit_time_constant", "limit_softness"):
-        x = getattr(joint, name)
-        if x is not None:
-            check_positive(x, f"{type(joint).__name__}.{name}")
+    imp = joint.limit_impedance
+    if imp is not None and not isinstance(imp, Impedance):
+        raise TypeError(
+            f"{type(joint).__name__}.limit_impedance must be a sciad.rigid.Impedance or "
+            f"None; got {imp!r}."
+        )
 
 
 _LIMITS = ("hard", "soft")
@@ -103,7 +102,7 @@ def _nearer_bound(x: FloatScalar, lo: FloatScalar, hi: FloatScalar) -> tuple[Arr
     return jnp.where(lower, x - lo, hi - x), jnp.where(lower, 1.0, -1.0).astype(x.dtype)
 
 
-def _own_or(own: FloatScalar | None, default: RealScalarLike) -> RealScalarLike:
+def _own_or(own: Impedance | None, default: Impedance) -> Impedance:
     return default if own is None else own
 
 
@@ -221,13 +220,11 @@ class AbstractJoint(eqx.Module):
         """
         return jnp.zeros((), q.dtype), jnp.zeros(self.nv, q.dtype)
 
-    def limit_parameters(
-        self, time_constant: RealScalarLike, softness: RealScalarLike
-    ) -> tuple[RealScalarLike, RealScalarLike]:
-        """The hard limit's time constant τ and softness ε: the joint's own where it
-        sets them (`limit_time_constant`, `limit_softness`), else the defaults given
-        (the model's [`ContactModel`][sciad.rigid.ContactModel])."""
-        return time_constant, softness
+    def limit_parameters(self, default: Impedance) -> Impedance:
+        """The hard limit's [`Impedance`][sciad.rigid.Impedance]: the joint's own
+        `limit_impedance` where it sets one, else `default` (the model's
+        [`ContactModel`][sciad.rigid.ContactModel]'s)."""
+        return default
 
     def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
         """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
@@ -286,16 +283,11 @@ class _AbstractRangeJoint(AbstractJoint):
     limit_stiffness: eqx.AbstractVar[FloatScalar]
     limit_damping: eqx.AbstractVar[FloatScalar]
     limit: eqx.AbstractVar[str]
-    limit_time_constant: eqx.AbstractVar[FloatScalar | None]
-    limit_softness: eqx.AbstractVar[FloatScalar | None]
+    limit_impedance: eqx.AbstractVar[Impedance | None]
 
-    def limit_parameters(
-        self, time_constant: RealScalarLike, softness: RealScalarLike
-    ) -> tuple[RealScalarLike, RealScalarLike]:
-        """`limit_time_constant` and `limit_softness`, or the defaults given."""
-        return _own_or(self.limit_time_constant, time_constant), _own_or(
-            self.limit_softness, softness
-        )
+    def limit_parameters(self, default: Impedance) -> Impedance:
+        """`limit_impedance`, or `default`."""
+        return _own_or(self.limit_impedance, default)
 
     def passive_force(self, q: Q, v: V) -> V:
         """The spring −k (q − springref) plus the soft limit force (zero without
@@ -329,9 +321,10 @@ class HingeJoint(_AbstractRangeJoint):
     nq = nv = 1 (radians, rad/s). The optional `range` [lower, upper] is a limit, hard by
     default: a unilateral constraint solved with the contacts by
     [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler], as MuJoCo's limits are,
-    with the model's [`ContactModel`][sciad.rigid.ContactModel] (its `softness` and
-    `time_constant`; a violated limit is pushed back with that time constant, and
-    no impulse acts while it holds). With `limit="soft"` it is a stiff
+    with the model's [`ContactModel`][sciad.rigid.ContactModel]'s
+    [`Impedance`][sciad.rigid.Impedance] (or the joint's own `limit_impedance`; a
+    violated limit is pushed back as MuJoCo's is, and no impulse acts while it
+    holds). With `limit="soft"` it is a stiff
     spring-damper instead: outside the range a torque −k (q − bound) − d q̇ acts,
     which every integrator can run.
 
@@ -344,8 +337,8 @@ class HingeJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` angles (rad).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness`, `limit_damping`: the soft limit's k (N·m/rad) and d (N·m·s/rad).
-    - `limit_time_constant` (time), `limit_softness` (dimensionless), both > 0: the
-      hard limit's own τ and ε (default `None`: the model's
+    - `limit_impedance`: the hard limit's own [`Impedance`][sciad.rigid.Impedance]
+      (MuJoCo's `solreflimit`, `solimplimit`; default `None`: the model's
       [`ContactModel`][sciad.rigid.ContactModel]'s).
     - `stiffness` (N·m/rad, ≥ 0), `springref` (rad): a torsion spring
       −stiffness·(q − springref) (MuJoCo's joint `stiffness` and `springref`).
@@ -363,8 +356,7 @@ class HingeJoint(_AbstractRangeJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
-    limit_time_constant: FloatScalar | None
-    limit_softness: FloatScalar | None
+    limit_impedance: Impedance | None
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -378,8 +370,7 @@ class HingeJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
-        limit_time_constant: ScalarLike | None = None,
-        limit_softness: ScalarLike | None = None,
+        limit_impedance: Impedance | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
     ):
@@ -393,8 +384,7 @@ class HingeJoint(_AbstractRangeJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
-        self.limit_time_constant = _optional(limit_time_constant)
-        self.limit_softness = _optional(limit_softness)
+        self.limit_impedance = limit_impedance
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -432,8 +422,8 @@ class SliderJoint(_AbstractRangeJoint):
     - `range`: optional `(lower, upper)` (length).
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N/m), `limit_damping` (N·s/m), for a soft limit.
-    - `limit_time_constant`, `limit_softness`: the hard limit's own τ and ε (> 0;
-      `None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
+    - `limit_impedance`: the hard limit's own [`Impedance`][sciad.rigid.Impedance]
+      (`None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
     - `stiffness` (N/m, ≥ 0), `springref` (length): a spring −stiffness·(q − springref)
       (MuJoCo's joint `stiffness` and `springref`).
 
@@ -449,8 +439,7 @@ class SliderJoint(_AbstractRangeJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
-    limit_time_constant: FloatScalar | None
-    limit_softness: FloatScalar | None
+    limit_impedance: Impedance | None
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -463,8 +452,7 @@ class SliderJoint(_AbstractRangeJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
-        limit_time_constant: ScalarLike | None = None,
-        limit_softness: ScalarLike | None = None,
+        limit_impedance: Impedance | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
     ):
@@ -477,8 +465,7 @@ class SliderJoint(_AbstractRangeJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
-        self.limit_time_constant = _optional(limit_time_constant)
-        self.limit_softness = _optional(limit_softness)
+        self.limit_impedance = limit_impedance
 
     def __check_init__(self):
         _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")
@@ -523,8 +510,8 @@ class BallJoint(AbstractJoint):
     - `max_angle`: optional limit angle (rad), in (0, π].
     - `limit`: `"hard"` (default) or `"soft"`.
     - `limit_stiffness` (N·m/rad), `limit_damping` (N·m·s/rad), for a soft limit.
-    - `limit_time_constant`, `limit_softness`: the hard limit's own τ and ε (> 0;
-      `None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
+    - `limit_impedance`: the hard limit's own [`Impedance`][sciad.rigid.Impedance]
+      (`None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
 
     **Example:** `sciad.rigid.BallJoint(pos=jnp.array([0.0, 0.0, 0.5]), damping=0.01)`
     """
@@ -536,8 +523,7 @@ class BallJoint(AbstractJoint):
     limit_stiffness: FloatScalar
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
-    limit_time_constant: FloatScalar | None
-    limit_softness: FloatScalar | None
+    limit_impedance: Impedance | None
     nq: ClassVar[int] = 4
     nv: ClassVar[int] = 3
 
@@ -550,8 +536,7 @@ class BallJoint(AbstractJoint):
         limit_stiffness: ScalarLike = 1e4,
         limit_damping: ScalarLike = 1e2,
         limit: str = "hard",
-        limit_time_constant: ScalarLike | None = None,
-        limit_softness: ScalarLike | None = None,
+        limit_impedance: Impedance | None = None,
     ):
         self.pos = _vec3(pos)
         self.damping = jnp.asarray(damping)
@@ -560,8 +545,7 @@ class BallJoint(AbstractJoint):
         self.limit_stiffness = jnp.asarray(limit_stiffness)
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
-        self.limit_time_constant = _optional(limit_time_constant)
-        self.limit_softness = _optional(limit_softness)
+        self.limit_impedance = limit_impedance
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -624,13 +608,9 @@ class BallJoint(AbstractJoint):
         torque = -(self.limit_stiffness * over + self.limit_damping * jnp.dot(v, n)) * n
         return jnp.where(violated, torque, 0.0)
 
-    def limit_parameters(
-        self, time_constant: RealScalarLike, softness: RealScalarLike
-    ) -> tuple[RealScalarLike, RealScalarLike]:
-        """`limit_time_constant` and `limit_softness`, or the defaults given."""
-        return _own_or(self.limit_time_constant, time_constant), _own_or(
-            self.limit_softness, softness
-        )
+    def limit_parameters(self, default: Impedance) -> Impedance:
+        """`limit_impedance`, or `default`."""
+        return _own_or(self.limit_impedance, default)
 
     @property
     def hard_limited(self) -> bool:

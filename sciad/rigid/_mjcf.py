@@ -12,19 +12,20 @@ from .._core._integrator import AbstractIntegrator
 from ._actuators import AbstractControl
 from ._body import Body
 from ._fluid import FluidEllipsoid, Medium
+from ._geom import ContactModel
+from ._impedance import InverseWeights
 from ._integrators import RKMK4, SemiImplicitEuler
 from ._joints import FixedJoint
 from ._mjcf_elements import (
     colliding_geoms,
     compose,
-    constraint_model,
     convert_actuator,
     convert_geoms,
     convert_joint,
     disabled,
     Labels,
-    refsafe,
 )
+from ._mjcf_tendons import convert_tendons
 from ._multibody import MultiBody
 
 
@@ -130,7 +131,6 @@ class MJCFModel(eqx.Module):
 def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     """Report the features of the whole model that sciad.rigid cannot represent."""
     for count, obj, what in (
-        ("ntendon", "tendon", "tendons are not supported by sciad.rigid"),
         ("neq", "equality", "equality constraints (connect, weld, joint, ...) are not supported"),
         ("nflex", "flex", "flexible bodies (flex/composite) are not supported"),
         ("nplugin", "plugin", "engine plugins are not supported"),
@@ -152,6 +152,12 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         label.block(
             'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
             "remove them or enable actuation."
+        )
+    elliptic = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC)
+    if elliptic and m.opt.impratio != 1:
+        label.block(
+            f"MJCF <option impratio={m.opt.impratio:g}> with the elliptic cone: an "
+            'anisotropic friction cone is not supported (impratio 1, or cone="pyramidal").'
         )
     if disabled(m, mujoco, "mjDSBL_REFSAFE"):
         label.block(
@@ -277,6 +283,16 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
       and biases; `ctrlrange` (when `ctrllimited`) becomes its `ctrl_range`. The
       controls come from `control` (zero if `None`), in MuJoCo's actuator order.
+      Actuators with a tendon transmission become
+      [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way.
+    - **tendons**: fixed tendons ([`FixedTendon`][sciad.rigid.FixedTendon], with the
+      offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites
+      ([`SpatialTendon`][sciad.rigid.SpatialTendon]) with `stiffness`,
+      `springlength` (its dead band), `damping`, `range` with `limited` and `margin`
+      (a hard limit, `solreflimit`/`solimplimit`), `frictionloss`
+      (`solreffriction`/`solimpfriction`), and `tendon_invweight0` for their rows.
+      A tendon's damping is explicit under every integrator (as in MuJoCo's Euler and
+      RK4; MuJoCo's implicit integrators treat it implicitly).
     - **options**: `gravity`, `timestep` and `integrator`: Euler →
       `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
       damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
@@ -306,10 +322,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     Everything else that changes the physics raises one `ValueError` that lists every
     such feature of the model, each naming the element (by its MuJoCo name, or its
-    index when unnamed) and the feature: tendons, equality constraints, flexes, plugins,
+    index when unnamed) and the feature: tendons wrapping around geoms or through
+    pulleys, tendon armature, polynomial tendon springs and dampers, equality
+    constraints, flexes, plugins,
     mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
     contact priorities, condim 4 and 6, unequal solmix, actuators on
-    ball or free joints or through tendons, sites, slider-cranks or bodies, actuator
+    ball or free joints or through sites, slider-cranks or bodies, actuator
     dynamics (filters, integrators, muscles), force ranges and the discrete
     integrator.
 
@@ -338,10 +356,6 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     label = Labels(mujoco, m)
     _check_model(m, mujoco, label)
     colliding = colliding_geoms(m, mujoco)
-    ids = colliding[1]
-    # The contact model's default time constant (MuJoCo's first colliding geom's; every
-    # geom and limit carries its own).
-    contact_tau = refsafe(m, mujoco, float(m.geom_solref[ids[0]][0])) if ids else None
 
     # Bodies: sciad name, owner (a massless welded body is folded into its parent) and
     # each MuJoCo body's frame in its owner's frame. A body with several joints becomes
@@ -353,6 +367,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     owner: list[str | None] = [None]  # the world
     frame = [identity]
     bodies: list[Body] = []
+    mj_body: list[int] = []  # the MuJoCo body each of `bodies` stands for
     joint_body: dict[int, str] = {}
     used: set[str] = set()
 
@@ -392,6 +407,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
                 )
             )
             joint_body[first + k] = parent = link
+            mj_body.append(b)
             pos, quat = identity
         name = unique(name, where)
         try:
@@ -408,6 +424,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
                     inertia_quat=np.asarray(m.body_iquat[b], dtype=np.float64),
                 )
             )
+            mj_body.append(b)
         except ValueError as e:
             label.block(f"{where}: {e}")
         owner.append(name)
@@ -416,6 +433,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             joint_body[first + njnt - 1] = name
 
     converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
     actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
@@ -425,16 +443,28 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             f"MJCF model: sciad.rigid cannot represent {n} feature{'s' if n > 1 else ''} of "
             "this model faithfully:\n" + "\n".join(f"  - {b}" for b in label.blockers)
         )
-    # The contacts' model (the hard limits carry their own τ and ε).
-    contact = None if contact_tau is None else constraint_model(contact_tau)
+    # The solver's settings (every geom and limit carries its own impedance).
+    pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    contact = ContactModel(
+        cone="pyramidal" if pyramidal else "elliptic", impratio=float(m.opt.impratio)
+    )
+    # MuJoCo's constant inverse weights, per sciad body from the MuJoCo body it stands for.
+    weights = InverseWeights(
+        np.asarray(m.body_invweight0)[mj_body, 0],
+        np.asarray(m.body_invweight0)[mj_body, 1],
+        np.asarray(m.dof_invweight0, dtype=np.float64),
+        np.asarray(m.tendon_invweight0, dtype=np.float64),
+    )
     try:
         model = MultiBody(
             bodies,
             gravity=np.asarray(gravity, dtype=np.float64),
             actuators=actuators,
+            tendons=tendons,
             control=control,
             geoms=geoms,
             contact=contact,
+            inverse_weights=weights,
             exclude=exclude,
             medium=_medium(m, mujoco, owner, frame),
         )

@@ -12,9 +12,11 @@ import numpy as np
 
 from .._core._geometry import _hamilton_np
 from ._actuators import JointActuator
-from ._geom import ContactModel, Geom
+from ._geom import Geom
+from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
+from ._tendons import TendonActuator
 
 # --------------------------------------------------------------------------- helpers
 
@@ -66,51 +68,17 @@ def nonzero(x: Any) -> bool:
     return bool(np.any(np.asarray(x) != 0))
 
 
-_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)  # MuJoCo's default solimp
-
-
-def refsafe(m: Any, mujoco: Any, tau: float) -> float:
-    """MuJoCo's `refsafe` clamp of a solref time constant, τ ≥ 2·timestep (unless
-    disabled)."""
-    return tau if disabled(m, mujoco, "mjDSBL_REFSAFE") else max(tau, 2.0 * float(m.opt.timestep))
-
-
-def constraint_model(tau: float) -> ContactModel:
-    """sciad's ContactModel for MuJoCo's default solimp and solref (τ, 1): the
-    regularisation R = (1 − d)/d · A with d = solimp[1]."""
-    dmax = _SOLIMP[1]
-    return ContactModel(softness=(1 - dmax) / dmax, time_constant=tau)
-
-
-def solver_parameters(
-    m: Any, mujoco: Any, label: Labels, where: str, solref: Any, solimp: Any
-) -> tuple[float, float]:
-    """sciad's time constant τ and softness ε for a MuJoCo constraint's `solref` (τ, ζ)
-    and `solimp` (d₀, d_max, width, midpoint, power).
-
-    MuJoCo drives a violated constraint r towards a_ref = −b ṙ − k r with
-    b = 2/(d_max τ), k = d/(d_max² τ² ζ²), a damped oscillator whose slowest mode decays
-    at rate (1 − √(1 − 1/ζ²))/τ for ζ ≥ 1 and 1/τ for ζ < 1; sciad's velocity-level
-    constraint relaxes r at rate 1/τ_sciad, so τ_sciad is the inverse of that rate
-    (τ itself for ζ ≤ 1), after MuJoCo's `refsafe` clamp τ ≥ 2·timestep. The
-    regularisation R = (1 − d)/d · A is MuJoCo's at full impedance, d = d_max:
-    ε = (1 − d_max)/d_max. A negative `solref` (direct stiffness and damping) has no
-    counterpart: it is reported to `label.block` for the element `where` (and τ = 1
-    stands in while the conversion goes on).
-    """
-    tau, zeta = (float(x) for x in solref)
-    d_max = float(solimp[1])
-    if tau > 0 and zeta > 0:
-        tau = refsafe(m, mujoco, tau)
-        if zeta > 1:
-            tau = tau / (1.0 - np.sqrt(1.0 - 1.0 / zeta**2))
-    else:
-        label.block(
-            f"{where}: solref {(tau, zeta)} with direct stiffness and damping (negative "
-            "values) is not supported."
-        )
-        tau = 1.0
-    return tau, (1.0 - d_max) / d_max
+def impedance_of(label: Labels, where: str, solref: Any, solimp: Any) -> Impedance | None:
+    """The `Impedance` of a MuJoCo constraint's `solref` (τ, ζ) and `solimp` (d₀,
+    d_max, width, midpoint, power), one to one (the step clamps τ ≥ 2·timestep, as
+    MuJoCo's `refsafe`). A negative `solref` (direct stiffness and damping) is
+    reported to `label.block` for the element `where`, and `None` stands in while the
+    conversion goes on."""
+    try:
+        return Impedance.from_mujoco(np.asarray(solref), np.asarray(solimp))
+    except ValueError as e:
+        label.block(f"{where}: {e}")
+        return None
 
 
 def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
@@ -155,10 +123,8 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
     )
     if limited:
-        tau, eps = solver_parameters(
-            m, mujoco, label, f"{where} (limit)", m.jnt_solref[j], m.jnt_solimp[j]
-        )
-        kw.update(limit="hard", limit_time_constant=tau, limit_softness=eps)
+        imp = impedance_of(label, f"{where} (limit)", m.jnt_solref[j], m.jnt_solimp[j])
+        kw.update(limit="hard", limit_impedance=imp)
     # A limit margin acts as MuJoCo's: the limit engages `margin` inside the range
     # (MuJoCo's reference uses the distance less the margin), so the range shrinks by it.
     margin = float(m.jnt_margin[j]) if limited else 0.0
@@ -183,20 +149,30 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
 # --------------------------------------------------------------------------- actuators
 
 
+def tendon_name(label: Labels, i: int) -> str:
+    """The sciad name of MuJoCo tendon `i`: its MuJoCo name, or `tendon{i}`."""
+    return label.name("tendon", i) or f"tendon{i}"
+
+
 def convert_actuator(
     m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
-) -> JointActuator | None:
+) -> JointActuator | TendonActuator | None:
     """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`; `None`
     (with the reasons reported to `label.block`) if sciad cannot represent it."""
     where = label("actuator", a)
     n_blocked = len(label.blockers)
-    if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
-        kind = mujoco.mjtTrn(int(m.actuator_trntype[a])).name.removeprefix("mjTRN_").lower()
-        label.block(f"{where}: a {kind} transmission is not supported (only actuators on a joint).")
+    trn = int(m.actuator_trntype[a])
+    tendon = trn == int(mujoco.mjtTrn.mjTRN_TENDON)
+    if trn != int(mujoco.mjtTrn.mjTRN_JOINT) and not tendon:
+        kind = mujoco.mjtTrn(trn).name.removeprefix("mjTRN_").lower()
+        label.block(
+            f"{where}: a {kind} transmission is not supported (only actuators on a joint "
+            "or a tendon)."
+        )
         return None
     j = int(m.actuator_trnid[a][0])
     T = mujoco.mjtJoint
-    if int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
+    if not tendon and int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
         label.block(
             f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
             "supported; only on hinges and sliders."
@@ -231,10 +207,19 @@ def convert_actuator(
         return None
     g = float(m.actuator_gear[a][0])
     b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a][:3]) if bias else (0.0, 0.0, 0.0)
+    clamp = bool(m.actuator_ctrllimited[a]) and not disabled(m, mujoco, "mjDSBL_CLAMPCTRL")
+    if tendon:  # length = g·ℓ, force = gain·u + b0 + b1·g·ℓ + b2·g·ℓ̇, applied as g·Jᵀ force
+        return TendonActuator(
+            tendon_name(label, j),
+            gain=g * float(m.actuator_gainprm[a][0]),
+            bias_constant=g * b0,
+            bias_position=g * g * b1,
+            bias_velocity=g * g * b2,
+            ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+        )
     # MuJoCo: length = g·qpos = g·(q + ref), force = gain·u + b0 + b1·length + b2·g·qvel,
     # applied as g·force on the dof.
     ref = float(m.qpos0[m.jnt_qposadr[j]])
-    clamp = bool(m.actuator_ctrllimited[a]) and not disabled(m, mujoco, "mjDSBL_CLAMPCTRL")
     return JointActuator(
         body_of_joint(j),
         gain=g * float(m.actuator_gainprm[a][0]),
@@ -348,7 +333,7 @@ def convert_geoms(
     for g in ids:
         where = label("geom", g)
         shape = _shape(m, mujoco, label, g)
-        tau, eps = solver_parameters(m, mujoco, label, where, m.geom_solref[g], m.geom_solimp[g])
+        imp = impedance_of(label, where, m.geom_solref[g], m.geom_solimp[g])
         if m.geom_gap[g] != 0:
             label.block(f"{where}: a contact gap (inactive contacts) is not supported.")
         if m.geom_solmix[g] != m.geom_solmix[ids[0]]:
@@ -381,8 +366,7 @@ def convert_geoms(
                 contype=int(m.geom_contype[g]),
                 conaffinity=int(m.geom_conaffinity[g]),
                 name=label.name("geom", g) or f"geom{g}",
-                time_constant=tau,
-                softness=eps,
+                impedance=imp,
                 margin=float(m.geom_margin[g]),
                 condim=int(m.geom_condim[g]) if m.geom_condim[g] in (1, 3) else 3,
             )

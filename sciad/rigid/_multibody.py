@@ -29,9 +29,17 @@ from ._constraint_solver import body_jacobians
 from ._dynamics import Frames, Terms
 from ._fluid import Medium
 from ._geom import ContactModel, Geom
+from ._impedance import InverseWeights, RowBlock
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._spatial import (
     matvec,
+)
+from ._tendons import (
+    AbstractTendon,
+    check_tendon_weights,
+    check_tendons,
+    tendon_energy,
+    TendonActuator,
 )
 from ._topology import Topology, topology
 from ._types import Vec3Like
@@ -54,6 +62,20 @@ def _check_massless(bodies: tuple[Body, ...], parents: list[int]) -> None:
                 "body with mass descends from it: its joint would have no inertia. Give it "
                 "a mass and inertia, or attach the bodies it should carry."
             )
+
+
+def _check_weights(w: InverseWeights | None, n: int, nv: int) -> InverseWeights | None:
+    if w is None:
+        return None
+    if not isinstance(w, InverseWeights):
+        raise TypeError(f"MultiBody inverse_weights must be sciad.rigid.InverseWeights; got {w!r}.")
+    for name, size in (("body_translation", n), ("body_rotation", n), ("dof", nv)):
+        if jnp.shape(getattr(w, name)) != (size,):
+            raise ValueError(
+                f"MultiBody inverse_weights.{name} must have shape ({size},); got "
+                f"{jnp.shape(getattr(w, name))}."
+            )
+    return w
 
 
 class MultiBody(AbstractModel):
@@ -81,7 +103,11 @@ class MultiBody(AbstractModel):
 
     - `bodies`: a sequence of [`Body`][sciad.rigid.Body], parents before children.
     - `gravity`: shape `(3,)` (length/time²); default (0, 0, −9.81).
-    - `actuators`: a sequence of [`JointActuator`][sciad.rigid.JointActuator].
+    - `actuators`: a sequence of [`JointActuator`][sciad.rigid.JointActuator]s and
+      [`TendonActuator`][sciad.rigid.TendonActuator]s.
+    - `tendons`: a sequence of [`FixedTendon`][sciad.rigid.FixedTendon]s and
+      [`SpatialTendon`][sciad.rigid.SpatialTendon]s: their springs and dampers act as
+      passive forces, their limits and friction losses as constraints.
     - `control`: an [`AbstractControl`][sciad.rigid.AbstractControl] giving the
       actuators' inputs u(t, q, v), shape `(n_actuators,)`; zero if `None`.
     - `wrench`: applied wrenches, shape `(n, 6)`: (force, torque) per body in the
@@ -91,6 +117,10 @@ class MultiBody(AbstractModel):
       bodies or to the world (a ground [`Plane`][sciad.rigid.Plane], say).
     - `contact`: a [`ContactModel`][sciad.rigid.ContactModel] (how contacts are
       resolved, and the smoothness parameter); default `ContactModel()`.
+    - `inverse_weights`: MuJoCo's constant inverse inertias
+      ([`InverseWeights`][sciad.rigid.InverseWeights]) for the constraints'
+      regularisation; `None` (default): the exact inverse inertia of each row at the
+      current configuration.
     - `exclude`: pairs of body names (`None`: the world) whose geoms never collide.
     - `medium`: a [`Medium`][sciad.rigid.Medium]: the fluid (density, viscosity, wind)
       whose drag acts on every body with mass (MuJoCo's inertia-box model); `None`
@@ -131,11 +161,13 @@ class MultiBody(AbstractModel):
     com: Float[Array, "n 3"]
     inertia_quat: Float[Array, "n 4"]
     gravity: Float[Array, "3"]
-    actuators: tuple[JointActuator, ...]
+    actuators: tuple[JointActuator | TendonActuator, ...]
+    tendons: tuple[AbstractTendon, ...]
     control: AbstractControl | None
     wrench: AbstractControl | None
     geoms: tuple[Geom, ...]
     contact: ContactModel
+    inverse_weights: InverseWeights | None
     geom_body: tuple[int, ...] = eqx.field(static=True)
     pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
     medium: Medium | None
@@ -145,11 +177,13 @@ class MultiBody(AbstractModel):
         bodies: Sequence[Body],
         *,
         gravity: Vec3Like = (0.0, 0.0, -9.81),
-        actuators: Sequence[JointActuator] = (),
+        actuators: Sequence[JointActuator | TendonActuator] = (),
+        tendons: Sequence[AbstractTendon] = (),
         control: AbstractControl | None = None,
         wrench: Float[ArrayLike, "n 6"] | AbstractControl | None = None,
         geoms: Sequence[Geom] = (),
         contact: ContactModel | None = None,
+        inverse_weights: InverseWeights | None = None,
         exclude: Sequence[tuple[str | None, str | None]] = (),
         medium: Medium | None = None,
     ):
@@ -193,9 +227,12 @@ class MultiBody(AbstractModel):
         self.gravity = as_float_array(gravity, "MultiBody gravity", (3,))
         actuators = tuple(actuators)
         for a in actuators:
+            if isinstance(a, TendonActuator):  # checked with the tendons
+                continue
             if not isinstance(a, JointActuator):
                 raise TypeError(
-                    f"MultiBody actuators must be sciad.rigid.JointActuator; got {a!r}."
+                    "MultiBody actuators must be sciad.rigid.JointActuator or "
+                    f"TendonActuator; got {a!r}."
                 )
             if a.joint not in index:
                 raise ValueError(f"JointActuator: no body named {a.joint!r}.")
@@ -215,6 +252,7 @@ class MultiBody(AbstractModel):
                     f"a hinge or slider joint, not {type(joint).__name__}."
                 )
         self.actuators = actuators
+        self.tendons = check_tendons(tendons, bodies, index, actuators)
         if control is not None and not isinstance(control, AbstractControl):
             raise TypeError(f"control must be a sciad.rigid.AbstractControl; got {control!r}.")
         self.control = control
@@ -222,6 +260,7 @@ class MultiBody(AbstractModel):
             wrench = ConstantControl(as_float_array(wrench, "MultiBody wrench"))
         self.wrench = wrench
         self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
+        self.inverse_weights = _check_weights(inverse_weights, len(bodies), self.nv)
         if medium is not None:
             if not isinstance(medium, Medium):
                 raise TypeError(f"MultiBody medium must be a sciad.rigid.Medium; got {medium!r}.")
@@ -316,7 +355,11 @@ class MultiBody(AbstractModel):
     def constrained(self) -> bool:
         """Whether the model has contacts or hard joint limits: constraints that only
         time stepping ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]) solves."""
-        return bool(self.pairs) or self.limited.size > 0
+        tendons = any(t.limited or t.has_friction for t in self.tendons)
+        return bool(self.pairs) or self.limited.size > 0 or tendons
+
+    def __check_init__(self):
+        check_tendon_weights(self)
 
     def body_index(self, name: str) -> int:
         """The index of the body called `name`."""
@@ -452,7 +495,10 @@ class MultiBody(AbstractModel):
         """What makes the model constrained, for error messages."""
         names = [f"joint {self.names[i]!r}" for i in self.limited]
         limits = f"hard limits ({', '.join(names)}; or limit='soft')" if names else ""
-        return " and ".join(x for x in ("contacts" if self.pairs else "", limits) if x)
+        ten = [repr(t.name) for t in self.tendons if t.limited or t.has_friction]
+        ten_rows = f"tendon limits or friction losses ({', '.join(ten)})" if ten else ""
+        parts = ("contacts" if self.pairs else "", limits, ten_rows)
+        return " and ".join(x for x in parts if x)
 
     def constrained_velocity(
         self,
@@ -489,15 +535,28 @@ class MultiBody(AbstractModel):
             )
         return _step.constrained_velocity(self, t, dt, q, v, implicit_damping)
 
-    def _limits(self, f: Frames) -> tuple[Array, Array, Array, Array]:
-        """The hard limits' constraint values r (L,) (negative: violated), their
-        Jacobian dr/dv (L, nv), time constants τ (L,) and softnesses ε (L,), one row per
-        limited joint."""
+    def _limits(self, f: Frames) -> RowBlock:
+        """The hard limits' constraint rows, one per limited joint: values r (L,)
+        (negative: violated), Jacobian dr/dv (L, nv), stacked impedances (L, 7), and
+        MuJoCo's inverse weight of the joint's first dof if the model has them."""
         assert f.limits is not None
-        dist, row, tau, eps = f.limits
+        dist, row, imp = f.limits
         idx = self.limited
         rows = jnp.asarray(self.topology.dof_body[None, :] == idx[:, None], row.dtype)
-        return dist[idx], rows * row[None, :], tau[idx], eps[idx]
+        diagonal = None
+        if self.inverse_weights is not None:
+            first = np.asarray([int(np.argmax(self.topology.dof_body == i)) for i in idx])
+            diagonal = self.inverse_weights.dof[first].astype(row.dtype)
+        zero = jnp.zeros(len(idx), row.dtype)
+        return RowBlock(
+            dist[idx], rows * row[None, :], imp[idx], diagonal, zero, zero + jnp.inf, dist[idx] < 0, False
+        )
+
+    def _extra_rows(self, f: Frames) -> list[RowBlock]:
+        """The scalar constraint rows besides contacts and joint limits (friction
+        losses, tendon limits), as `RowBlock`s; none yet."""
+        del f
+        return []
 
     # ------------------------------------------------------------------ contacts
 
@@ -589,8 +648,10 @@ class MultiBody(AbstractModel):
 
     def potential_energy(self, q: Q) -> FloatScalar:
         """Gravitational potential energy −Σ_b m_b g · c_b plus the joint springs'
-        ½ k (q − springref)²."""
-        com = self.com_positions(q)
+        ½ k (q − springref)² and the tendon springs' ½ k x² (x the stretch beyond
+        the dead band)."""
+        f = self._frames(q)
+        com = f.com
         springs = sum(
             (
                 j.spring_energy(q[a : a + type(j).nq])
@@ -598,6 +659,8 @@ class MultiBody(AbstractModel):
             ),
             jnp.zeros((), q.dtype),
         )
+        if self.tendons:
+            springs = springs + tendon_energy(self, f)
         return springs - jnp.sum(self.mass * (com @ self.gravity))
 
     def energy(self, y: State) -> FloatScalar:

@@ -1,13 +1,36 @@
 """The constrained velocity update of a `MultiBody`, public as
 `MultiBody.constrained_velocity`: the free motion over a step and the converged,
-implicitly differentiated solve of its contacts and hard limits (the kernel that
+implicitly differentiated solve of its constraint rows (the kernel that
 time-stepping integrators call)."""
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .._core._types import Anything, RealScalarLike
-from ._constraint_solver import contact_terms, limit_terms, solve_contacts
+from ._constraint_solver import (
+    contact_terms,
+    exact_diagonal,
+    pyramid_block,
+    scalar_rows,
+    ScalarRows,
+    solve_contacts,
+)
+from ._impedance import RowBlock
+
+
+def _contact_diagonal(mb: Anything, c: Anything, dtype: Anything) -> Anything:
+    """MuJoCo's approximate inverse inertia of each contact's rows: the sum of its two
+    bodies' translational inverse weights (the world's is 0)."""
+    tran = jnp.concatenate([mb.inverse_weights.body_translation.astype(dtype), jnp.zeros(1, dtype)])
+    return tran[np.asarray(c.body_a)] + tran[np.asarray(c.body_b)]
+
+
+def _row_blocks(mb: Anything, f: Anything) -> list[RowBlock]:
+    """Every scalar constraint row block of the model but the contacts': hard joint
+    limits, and the rows other elements add (`MultiBody._row_blocks`)."""
+    blocks = [mb._limits(f)] if mb.limited.size else []
+    return blocks + list(mb._extra_rows(f))
 
 
 def constrained_velocity(
@@ -24,30 +47,56 @@ def constrained_velocity(
     f = mb._frames(q, v)
     terms = mb._terms(t, q, v, f)
     m = terms.mass_matrix
-    if implicit_damping:
-        m = m + jnp.diag(dt * terms.damping)
-    # One solve with M for the free motion and every constraint row, M⁻¹[f, J_nᵀ, J_Lᵀ].
+    exact = mb.inverse_weights is None
+    pyramidal = mb.contact.cone == "pyramidal"
+    blocks = _row_blocks(mb, f)
+    # One solve with M for the free motion and, for exact inverse inertias, every
+    # constraint row: M⁻¹[f, J_nᵀ, J_Lᵀ].
     rhs = [(terms.applied + terms.gravity - terms.coriolis)[:, None]]
     if mb.pairs:
         c = mb._contacts(f)
         _, jac = mb._contact_jacobian(f, c)
-        rhs.append(jac[:, 0, :].T)
-    if mb.limited.size:
-        dist, lim_jac, lim_tau, lim_eps = mb._limits(f)
-        rhs.append(lim_jac.T)
+        if exact:
+            rhs.append(jac[:, 0, :].T)
+    if exact:
+        rhs += [b.jac.T for b in blocks if b.diagonal is None]
     sol = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(m), jnp.concatenate(rhs, axis=1))
     v_free = v + dt * sol[:, 0]
+    start = 1
+    parts = []
+    cone = (jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype))
+    cone += (jnp.zeros(0, v.dtype), jnp.zeros(0, v.dtype))
     if mb.pairs:
-        minv_jn = sol[:, 1 : 1 + jac.shape[0]]
-        u_ref, inv_r = contact_terms(c, jac, minv_jn, v, dt)
-        mu = c.friction
-    else:
-        jac, u_ref = jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype)
-        inv_r = mu = jnp.zeros(0, v.dtype)
-    limits = None
-    if mb.limited.size:
-        minv_jl = sol[:, sol.shape[1] - lim_jac.shape[0] :]
-        limits = (lim_jac, *limit_terms(dist, lim_jac, minv_jl, lim_tau, lim_eps, dt))
+        if exact:
+            diag = exact_diagonal(jac[:, 0, :], sol[:, start : start + jac.shape[0]])
+            start += jac.shape[0]
+        else:
+            diag = _contact_diagonal(mb, c, v.dtype)
+        if pyramidal:
+            block, (idx, factor) = pyramid_block(c, jac, mb.contact.impratio)
+            rows = scalar_rows(block, v, factor * diag[idx], dt)
+            parts.append(rows._replace(inv_r=rows.inv_r * c.weight[idx]))
+        else:
+            u_ref, inv_r = contact_terms(c, jac, diag, v, dt)
+            cone = (jac, u_ref, inv_r, c.friction)
+    for b in blocks:
+        if b.diagonal is not None:
+            diag = b.diagonal
+        elif exact:
+            diag = exact_diagonal(b.jac, sol[:, start : start + b.jac.shape[0]])
+            start += b.jac.shape[0]
+        else:
+            raise ValueError(
+                "a constraint row without an inverse weight in a MultiBody with "
+                "inverse_weights; give the element's weight (InverseWeights)."
+            )
+        parts.append(scalar_rows(b, v, diag, dt))
     # Warm start from the current velocity: the previous step's solution.
-    v, ok = solve_contacts(m, v_free, v, jac, u_ref, inv_r, mu, mb.contact, limits)
-    return v, ok
+    v_plus, ok = solve_contacts(m, v_free, v, *cone, mb.contact, ScalarRows.concatenate(parts, v))
+    if implicit_damping:
+        # MuJoCo's Euler: the constraint forces from the solve with M, then the damping
+        # implicitly, v⁺ = v + (M + h D)⁻¹ h (f + f_c) with h f_c = M (v⁺ − v_free),
+        # that is v + (M + h D)⁻¹ M (v⁺ − v).
+        m_damped = m + jnp.diag(dt * terms.damping)
+        v_plus = v + jnp.linalg.solve(m_damped, m @ (v_plus - v))
+    return v_plus, ok

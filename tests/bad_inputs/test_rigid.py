@@ -1066,11 +1066,12 @@ MJCF_CASES = [
         "mjcf tendon",
         lambda: rigid.load_mjcf(
             _MJCF_HINGE.format(
-                '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
+                '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed>'
+                "</tendon>"
             )
         ),
         ValueError,
-        "MJCF tendon 't': tendons are not supported",
+        "MJCF tendon 't': tendon armature is not supported",
     ),
     (
         "mjcf actuator forcerange",
@@ -1216,6 +1217,193 @@ CASES += [
         ),
         ValueError,
         r"FluidEllipsoid: no body named 'x'; bodies: \('a',\)",
+    ),
+]
+
+
+def _tendon_model(*tendons, actuators=(), **kw):
+    bodies = [
+        rigid.Body("a", joint=_HINGE_Y, **_LINK),
+        rigid.Body("b", parent="a", joint=rigid.BallJoint(), pos=(0.0, 0.0, -1.0), **_LINK),
+    ]
+    return rigid.MultiBody(bodies, tendons=tendons, actuators=actuators, **kw)
+
+
+CASES += [
+    (
+        "tendon negative stiffness",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], stiffness=-1.0),
+        ValueError,
+        r"FixedTendon 't' stiffness must be finite and >= 0; got -1\.0",
+    ),
+    (
+        "tendon nan damping",
+        lambda: rigid.SpatialTendon(
+            "t", [(None, (0, 0, 0)), ("a", (1, 0, 0))], damping=float("nan")
+        ),
+        ValueError,
+        r"SpatialTendon 't' damping must be finite and >= 0; got nan",
+    ),
+    (
+        "tendon negative frictionloss",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], frictionloss=-0.5),
+        ValueError,
+        r"FixedTendon 't' frictionloss must be finite and >= 0; got -0\.5",
+    ),
+    (
+        "tendon negative margin",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], range=(0.0, 1.0), margin=-0.1),
+        ValueError,
+        r"FixedTendon 't' margin must be finite and >= 0",
+    ),
+    (
+        "tendon range reversed",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], range=(1.0, 0.5)),
+        ValueError,
+        r"FixedTendon 't' range must have lower < upper; got \(1\.0, 0\.5\)",
+    ),
+    (
+        "tendon range shape",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], range=(0.0, 1.0, 2.0)),
+        ValueError,
+        r"FixedTendon 't' range must have shape \(2,\)",
+    ),
+    (
+        "tendon springlength reversed",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], springlength=(0.3, 0.1)),
+        ValueError,
+        r"FixedTendon 't' springlength must have lower <= upper; got \(0\.3, 0\.1\)",
+    ),
+    (
+        "tendon empty name",
+        lambda: rigid.FixedTendon("", [("a", 1.0)]),
+        TypeError,
+        r"FixedTendon name must be a non-empty str; got ''",
+    ),
+    (
+        "tendon no joints",
+        lambda: rigid.FixedTendon("t", []),
+        ValueError,
+        r"FixedTendon 't' joints must be a non-empty list of \(body, coef\)",
+    ),
+    (
+        "tendon joint item",
+        lambda: rigid.FixedTendon("t", [("a", 1.0, 2.0)]),
+        ValueError,
+        r"FixedTendon 't' joints items must be \(body name, coef\) pairs",
+    ),
+    (
+        "tendon coef not scalar",
+        lambda: rigid.FixedTendon("t", [("a", (1.0, 2.0))]),
+        ValueError,
+        r"FixedTendon 't' coef of 'a' must be a real scalar",
+    ),
+    (
+        "spatial tendon one point",
+        lambda: rigid.SpatialTendon("t", [("a", (0.0, 0.0, 0.0))]),
+        ValueError,
+        r"SpatialTendon 't' path must be a list of at least two \(body, pos\) points",
+    ),
+    (
+        "spatial tendon point shape",
+        lambda: rigid.SpatialTendon("t", [(None, (0.0, 0.0)), ("a", (0.0, 0.0, 1.0))]),
+        ValueError,
+        r"SpatialTendon 't' path point 0 must have shape \(3,\)",
+    ),
+    (
+        "tendon limit impedance type",
+        lambda: rigid.FixedTendon("t", [("a", 1.0)], range=(0, 1), limit_impedance=(0.02, 1.0)),
+        TypeError,
+        r"FixedTendon 't' limit_impedance must be a sciad\.rigid\.Impedance or None",
+    ),
+    (
+        "tendon unknown joint",
+        lambda: _tendon_model(rigid.FixedTendon("t", [("z", 1.0)])),
+        ValueError,
+        r"FixedTendon 't': no body named 'z'",
+    ),
+    (
+        "tendon on a ball joint",
+        lambda: _tendon_model(rigid.FixedTendon("t", [("b", 1.0)])),
+        ValueError,
+        r"FixedTendon 't': body 'b' has a BallJoint; a fixed tendon couples hinges and sliders",
+    ),
+    (
+        "spatial tendon unknown body",
+        lambda: _tendon_model(rigid.SpatialTendon("t", [(None, (0, 0, 0)), ("z", (0, 0, 1))])),
+        ValueError,
+        r"SpatialTendon 't': no body named 'z'",
+    ),
+    (
+        "tendon duplicate name",
+        lambda: _tendon_model(
+            rigid.FixedTendon("t", [("a", 1.0)]), rigid.FixedTendon("t", [("a", 2.0)])
+        ),
+        ValueError,
+        r"MultiBody: duplicate tendon name 't'",
+    ),
+    (
+        "tendons item type",
+        lambda: _tendon_model(rigid.HingeJoint()),
+        TypeError,
+        r"MultiBody tendons must be sciad\.rigid\.FixedTendon or SpatialTendon; item 0",
+    ),
+    (
+        "tendon actuator unknown tendon",
+        lambda: _tendon_model(
+            rigid.FixedTendon("t", [("a", 1.0)]), actuators=[rigid.TendonActuator.motor("u")]
+        ),
+        ValueError,
+        r"TendonActuator: no tendon named 'u'; tendons: \['t'\]",
+    ),
+    (
+        "tendon actuator negative kp",
+        lambda: rigid.TendonActuator.position("t", kp=-1.0),
+        ValueError,
+        r"TendonActuator\.position kp must be finite and > 0; got -1\.0",
+    ),
+    (
+        "tendon actuator ctrl range",
+        lambda: rigid.TendonActuator("t", ctrl_range=(1.0, -1.0)),
+        ValueError,
+        r"TendonActuator 't' ctrl_range must have lower < upper",
+    ),
+    (
+        "tendon actuator gain shape",
+        lambda: rigid.TendonActuator("t", gain=(1.0, 2.0)),
+        ValueError,
+        r"TendonActuator 't' gain must be a real scalar",
+    ),
+    (
+        "tendon inverse weights missing",
+        lambda: _tendon_model(
+            rigid.FixedTendon("t", [("a", 1.0)], range=(-1.0, 1.0)),
+            inverse_weights=rigid.InverseWeights(jnp.ones(2), jnp.ones(2), jnp.ones(4)),
+        ),
+        ValueError,
+        r"MultiBody inverse_weights\.tendon must have shape \(1,\) \(one per tendon",
+    ),
+    (
+        "mjcf tendon pulley",
+        lambda: rigid.load_mjcf(
+            '<mujoco><worldbody><site name="w"/><body name="b"><joint name="j"/>'
+            '<geom size="0.1"/><site name="s" pos="0 0 1"/><site name="r" pos="0 1 0"/>'
+            '</body></worldbody><tendon><spatial name="t"><site site="w"/><site site="s"/>'
+            '<pulley divisor="2"/><site site="s"/><site site="r"/></spatial></tendon></mujoco>'
+        ),
+        ValueError,
+        r"MJCF tendon 't': a spatial tendon wrapping a pulley is not supported",
+    ),
+    (
+        "mjcf tendon nonlinear spring",
+        lambda: rigid.load_mjcf(
+            _MJCF_HINGE.format(
+                '<tendon><fixed name="t" stiffness="1 0 1">'
+                '<joint joint="j" coef="1"/></fixed></tendon>'
+            )
+        ),
+        ValueError,
+        r"MJCF tendon 't': nonlinear tendon stiffness \(stiffnesspoly\) is not supported",
     ),
 ]
 

@@ -462,13 +462,25 @@ def _world(inner, extra=""):
 
 
 UNSUPPORTED = {
-    "tendon": (
-        _world(_BODY, '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'),
-        r"MJCF tendon 't': tendons are not supported",
+    "tendon armature": (
+        _world(
+            _BODY, '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
+        ),
+        r"MJCF tendon 't': tendon armature is not supported",
     ),
     "unnamed tendon": (
-        _world(_BODY, '<tendon><fixed><joint joint="j" coef="1"/></fixed></tendon>'),
+        _world(_BODY, '<tendon><fixed armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'),
         r"MJCF tendon #0 \(unnamed\)",
+    ),
+    "tendon wrapping": (
+        _world(
+            '<body name="b"><joint name="j" type="hinge"/><geom name="g" size="0.1"/>'
+            '<site name="s1"/><site name="s2" pos="0 0 1"/><site name="s3" pos="0 0 -1"/></body>'
+            '<site name="w" pos="1 0 0"/>',
+            '<tendon><spatial name="t"><site site="w"/><geom geom="g"/><site site="s2"/>'
+            '</spatial></tendon>',
+        ),
+        r"MJCF tendon 't': a spatial tendon wrapping a sphere is not supported",
     ),
     "equality": (
         _world(_BODY, '<equality><joint name="eq" joint1="j"/></equality>'),
@@ -674,7 +686,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
         '<geom name="g" size="0.1" solref="-1 -1"/></body>',
-        '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon>'
+        '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>',
     )
     with pytest.raises(ValueError) as e:
@@ -682,7 +694,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     msg = str(e.value)
     assert msg.startswith("MJCF model: sciad.rigid cannot represent 5 features")
     for part in (
-        "MJCF tendon 't': tendons",
+        "MJCF tendon 't': tendon armature",
         "MJCF body 'b': gravity compensation",
         "MJCF joint 'j': frictionloss",
         "MJCF actuator 'm': forcerange",

@@ -1,0 +1,103 @@
+"""The MJCF converter's tendons: MuJoCo's fixed and spatial tendons as sciad's
+`FixedTendon` and `SpatialTendon`, refusing (through `Labels.block`) what sciad cannot
+represent: wrapping around geoms, pulleys, nonlinear springs and dampers, tendon
+armature and actuator force limits."""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._mjcf_elements import compose, disabled, impedance_of, Labels, nonzero, tendon_name
+from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
+
+
+def _common(m: Any, mujoco: Any, label: Labels, i: int) -> dict[str, Any]:
+    """The spring, damper, limit and friction loss of tendon `i` (as MuJoCo's
+    `mj_passive` and `mj_instantiateLimit`/`Friction` use them, disable flags
+    honoured)."""
+    where = label("tendon", i)
+    springs = not disabled(m, mujoco, "mjDSBL_SPRING")
+    dampers = not disabled(m, mujoco, "mjDSBL_DAMPER")
+    if springs and nonzero(m.tendon_stiffnesspoly[i]):
+        label.block(f"{where}: nonlinear tendon stiffness (stiffnesspoly) is not supported.")
+    if dampers and nonzero(m.tendon_dampingpoly[i]):
+        label.block(f"{where}: nonlinear tendon damping (dampingpoly) is not supported.")
+    if nonzero(m.tendon_armature[i]):
+        label.block(f"{where}: tendon armature is not supported.")
+    if m.tendon_actfrclimited[i]:
+        label.block(f"{where}: actuatorfrcrange (a tendon force clamp) is not supported.")
+    constraints = not disabled(m, mujoco, "mjDSBL_CONSTRAINT")
+    kw: dict[str, Any] = dict(
+        stiffness=float(m.tendon_stiffness[i]) if springs else 0.0,
+        springlength=np.asarray(m.tendon_lengthspring[i], dtype=np.float64),
+        damping=float(m.tendon_damping[i]) if dampers else 0.0,
+    )
+    if m.tendon_limited[i] and constraints and not disabled(m, mujoco, "mjDSBL_LIMIT"):
+        kw.update(
+            range=np.asarray(m.tendon_range[i], dtype=np.float64),
+            margin=float(m.tendon_margin[i]),
+            limit_impedance=impedance_of(
+                label, f"{where} (limit)", m.tendon_solref_lim[i], m.tendon_solimp_lim[i]
+            ),
+        )
+    loss = float(m.tendon_frictionloss[i])
+    if loss > 0 and constraints and not disabled(m, mujoco, "mjDSBL_FRICTIONLOSS"):
+        kw.update(
+            frictionloss=loss,
+            friction_impedance=impedance_of(
+                label, f"{where} (friction)", m.tendon_solref_fri[i], m.tendon_solimp_fri[i]
+            ),
+        )
+    return kw
+
+
+def convert_tendons(
+    m: Any,
+    mujoco: Any,
+    label: Labels,
+    owner: list[str | None],
+    frame: list[tuple[np.ndarray, np.ndarray]],
+    body_of_joint: Callable[[int], str],
+) -> list[AbstractTendon]:
+    """MuJoCo's tendons: a fixed tendon's joints on the sciad bodies
+    `body_of_joint(j)` with the offset Σ cᵢ refᵢ (sciad's q is qpos − ref), a spatial
+    tendon's sites re-placed in their owners' frames (`owner`, `frame` of each MuJoCo
+    body). Tendons sciad cannot represent are reported to `label.block` and left out."""
+    W = mujoco.mjtWrap
+    tendons: list[AbstractTendon] = []
+    for i in range(m.ntendon):
+        where = label("tendon", i)
+        adr, num = int(m.tendon_adr[i]), int(m.tendon_num[i])
+        types = [int(t) for t in m.wrap_type[adr : adr + num]]
+        ids = [int(x) for x in m.wrap_objid[adr : adr + num]]
+        n_blocked = len(label.blockers)
+        kw = _common(m, mujoco, label, i)
+        if types[0] == int(W.mjWRAP_JOINT):
+            coef = [float(c) for c in m.wrap_prm[adr : adr + num]]
+            qadr = [int(m.jnt_qposadr[j]) for j in ids]
+            offset = float(np.dot(coef, np.asarray(m.qpos0)[qadr]))
+            cls, path, extra = (
+                FixedTendon,
+                [(body_of_joint(j), c) for j, c in zip(ids, coef, strict=True)],
+                dict(offset=offset),
+            )
+        else:
+            for t in sorted(set(types) - {int(W.mjWRAP_SITE)}):
+                kind = W(t).name.removeprefix("mjWRAP_").lower()
+                label.block(
+                    f"{where}: a spatial tendon wrapping a {kind} is not supported (only "
+                    "straight segments between sites)."
+                )
+            cls, path, extra = SpatialTendon, [], {}
+            for s in ids:
+                b = int(m.site_bodyid[s])
+                pos, _ = compose(frame[b], np.asarray(m.site_pos[s]), np.asarray(m.site_quat[s]))
+                path.append((owner[b], pos))
+        if len(label.blockers) > n_blocked:
+            continue
+        try:
+            tendons.append(cls(tendon_name(label, i), path, **extra, **kw))
+        except ValueError as e:
+            label.block(f"{where}: {e}")
+    return tendons

@@ -1,0 +1,588 @@
+"""MuJoCo's tendons in a `MultiBody`: fixed tendons (a linear combination of joint
+coordinates) and spatial tendons (a path of points fixed to bodies), their springs,
+dampers, limits and friction losses, and actuators that pull on them.
+
+Functions of a `MultiBody` `mb` (duck-typed, as in `_dynamics.py`)."""
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+import numpy as np
+
+from .._core._geometry import cross
+from .._core._types import Anything, FloatScalar
+from .._core._validate import as_float_array, check_positive, check_scalar, is_concrete
+from ._impedance import Impedance, RowBlock
+from ._types import RangeLike, ScalarLike, Vec3Like
+
+V = Float[Array, " nv"]
+
+
+def _name(owner: str, name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{owner} name must be a non-empty str; got {name!r}.")
+    return name
+
+
+def _interval(x: Any, label: str, *, strict: bool) -> Array:
+    """A (low, high) pair with low < high (`strict`) or low ≤ high; a scalar s is
+    (s, s) when not strict."""
+    if not strict and np.ndim(x) == 0 and not isinstance(x, (list, tuple)):
+        check_scalar(x, label)
+        x = jnp.stack([jnp.asarray(x, float)] * 2)
+    x = as_float_array(x, label, (2,))
+    if is_concrete(x):
+        lo, hi = (float(v) for v in np.asarray(x))
+        if not (lo < hi if strict else lo <= hi):
+            raise ValueError(
+                f"{label} must have lower {'<' if strict else '<='} upper; got ({lo}, {hi})."
+            )
+    return x
+
+
+def _impedance(x: Any, label: str) -> Impedance | None:
+    if x is not None and not isinstance(x, Impedance):
+        raise TypeError(f"{label} must be a sciad.rigid.Impedance or None; got {x!r}.")
+    return x
+
+
+def _nonnegative(x: Any, label: str) -> Array:
+    check_positive(x, label, zero_ok=True)
+    return as_float_array(x, label)
+
+
+class AbstractTendon(eqx.Module):
+    """A tendon of a [`MultiBody`][sciad.rigid.MultiBody]: a scalar length ℓ(q) with
+    Jacobian J = ∂ℓ̇/∂v, which carries a spring and a damper, an optional limit and
+    friction loss (constraint rows), and [`TendonActuator`][sciad.rigid.TendonActuator]s.
+
+    The spring has MuJoCo's dead band: with `springlength` (ℓ_lo, ℓ_hi) it pulls with
+    −k (ℓ − ℓ_hi) above ℓ_hi, −k (ℓ − ℓ_lo) below ℓ_lo and not at all in between;
+    the damper gives −b ℓ̇; both act on the dofs as Jᵀ f. A limited tendon
+    (`range` (lo, hi)) keeps lo ≤ ℓ ≤ hi as a hard constraint of the model's
+    constraint solve (engaging `margin` before either end), as MuJoCo's tendon
+    limits; a `frictionloss` F adds a dry-friction row with force in [−F, F] along ℓ.
+    Concrete tendons: [`FixedTendon`][sciad.rigid.FixedTendon] and
+    [`SpatialTendon`][sciad.rigid.SpatialTendon].
+
+    Which rows a tendon adds is static: two limit rows when `limited` (it has a
+    `range`), one friction row when `has_friction` (its `frictionloss` was nonzero, or
+    traced, when it was built; set it nonzero to differentiate with respect to it).
+    """
+
+    name: eqx.AbstractVar[str]
+    stiffness: eqx.AbstractVar[FloatScalar]
+    springlength: eqx.AbstractVar[Float[Array, "2"]]
+    damping: eqx.AbstractVar[FloatScalar]
+    range: eqx.AbstractVar[Float[Array, "2"] | None]
+    margin: eqx.AbstractVar[FloatScalar]
+    limit_impedance: eqx.AbstractVar[Impedance | None]
+    frictionloss: eqx.AbstractVar[FloatScalar]
+    friction_impedance: eqx.AbstractVar[Impedance | None]
+    has_friction: eqx.AbstractVar[bool]
+
+    @abc.abstractmethod
+    def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
+        """Raise a `ValueError` if the tendon does not fit the model's bodies."""
+
+    @abc.abstractmethod
+    def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
+        """The length ℓ and its Jacobian J (nv,) at configuration `q` with frames `f`."""
+
+    @property
+    def limited(self) -> bool:
+        """Whether the tendon has a limit (`range`)."""
+        return self.range is not None
+
+
+def _set_common(t: Any, owner: str, kw: dict[str, Any]) -> None:
+    """Validate and set the fields every tendon shares (see `AbstractTendon`)."""
+    label = f"{owner} {t.name!r}"
+    t.stiffness = _nonnegative(kw["stiffness"], f"{label} stiffness")
+    t.springlength = _interval(kw["springlength"], f"{label} springlength", strict=False)
+    t.damping = _nonnegative(kw["damping"], f"{label} damping")
+    rng = kw["range"]
+    t.range = None if rng is None else _interval(rng, f"{label} range", strict=True)
+    t.margin = _nonnegative(kw["margin"], f"{label} margin")
+    t.limit_impedance = _impedance(kw["limit_impedance"], f"{label} limit_impedance")
+    loss = kw["frictionloss"]
+    t.frictionloss = _nonnegative(loss, f"{label} frictionloss")
+    t.has_friction = not is_concrete(loss) or float(np.asarray(loss)) > 0
+    t.friction_impedance = _impedance(kw["friction_impedance"], f"{label} friction_impedance")
+
+
+class FixedTendon(AbstractTendon):
+    """A fixed tendon: a linear combination of hinge and slider coordinates,
+    ℓ = offset + Σ cᵢ qᵢ, with the constant Jacobian Σ cᵢ eᵢ (MuJoCo's fixed tendon;
+    e.g. a coupling of two joints, or a differential drive).
+
+    **Arguments:**
+
+    - `name`: the tendon's name ([`TendonActuator`][sciad.rigid.TendonActuator]s
+      refer to it).
+    - `joints`: `[(body, coef), ...]`: the bodies whose hinge or slider joints the
+      tendon couples, and their coefficients (length per radian or per length).
+    - `offset`: a constant added to ℓ (length), default 0 (MuJoCo's Σ cᵢ refᵢ of
+      joints with a reference position).
+    - `stiffness` k ≥ 0 (force/length), `springlength` ℓ₀ (one value, or a
+      dead band `(low, high)`), `damping` b ≥ 0 (force·time/length).
+    - `range`: optional `(low, high)`, a hard limit on ℓ; `margin` ≥ 0 (length): how
+      far inside the range the limit engages; `limit_impedance`: the limit's
+      [`Impedance`][sciad.rigid.Impedance] (MuJoCo's `solreflimit`, `solimplimit`;
+      `None`: the model's [`ContactModel`][sciad.rigid.ContactModel]'s).
+    - `frictionloss` F ≥ 0 (force): dry friction along ℓ; `friction_impedance` its
+      impedance (MuJoCo's `solreffriction`, `solimpfriction`; `None`: the model's).
+
+    **Example:**
+
+    ```python
+    coupling = sciad.rigid.FixedTendon(
+        "coupling", [("link1", 1.0), ("link2", -1.0)], stiffness=5.0, range=(-0.5, 0.5)
+    )
+    ```
+    """
+
+    name: str = eqx.field(static=True)
+    joints: tuple[str, ...] = eqx.field(static=True)
+    coef: Float[Array, " k"]
+    offset: FloatScalar
+    stiffness: FloatScalar
+    springlength: Float[Array, "2"]
+    damping: FloatScalar
+    range: Float[Array, "2"] | None
+    margin: FloatScalar
+    limit_impedance: Impedance | None
+    frictionloss: FloatScalar
+    friction_impedance: Impedance | None
+    has_friction: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        name: str,
+        joints: Sequence[tuple[str, ScalarLike]],
+        *,
+        offset: ScalarLike = 0.0,
+        stiffness: ScalarLike = 0.0,
+        springlength: ScalarLike | RangeLike = 0.0,
+        damping: ScalarLike = 0.0,
+        range: RangeLike | None = None,
+        margin: ScalarLike = 0.0,
+        limit_impedance: Impedance | None = None,
+        frictionloss: ScalarLike = 0.0,
+        friction_impedance: Impedance | None = None,
+    ):
+        self.name = _name("FixedTendon", name)
+        label = f"FixedTendon {name!r}"
+        joints = list(joints) if isinstance(joints, (list, tuple)) else joints
+        if not isinstance(joints, list) or not joints:
+            raise ValueError(
+                f"{label} joints must be a non-empty list of (body, coef); got {joints!r}."
+            )
+        for item in joints:
+            if not (
+                isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+            ):
+                raise ValueError(
+                    f"{label} joints items must be (body name, coef) pairs; got {item!r}."
+                )
+        self.joints = tuple(j for j, _ in joints)
+        for j, c in joints:
+            check_scalar(c, f"{label} coef of {j!r}")
+        self.coef = as_float_array(
+            jnp.stack([jnp.asarray(c, float) for _, c in joints]), f"{label} coef"
+        )
+        check_scalar(offset, f"{label} offset")
+        self.offset = as_float_array(offset, f"{label} offset")
+        _set_common(self, "FixedTendon", locals())
+
+    def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
+        """Every body exists and has a hinge or a slider."""
+        for j in self.joints:
+            if j not in index:
+                raise ValueError(f"FixedTendon {self.name!r}: no body named {j!r}.")
+            joint = bodies[index[j]].joint
+            if not (type(joint).nq == type(joint).nv == 1):
+                raise ValueError(
+                    f"FixedTendon {self.name!r}: body {j!r} has a {type(joint).__name__}; "
+                    "a fixed tendon couples hinges and sliders (one coordinate each)."
+                )
+
+    def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
+        """ℓ = offset + Σ cᵢ qᵢ, J = Σ cᵢ eᵢ."""
+        del f
+        topo = mb.topology
+        bodies = [mb.body_index(j) for j in self.joints]
+        coef = self.coef.astype(q.dtype)
+        length = self.offset.astype(q.dtype) + jnp.sum(coef * q[topo.qadr[bodies]])
+        jac = jnp.zeros(mb.nv, q.dtype).at[topo.dadr[bodies]].add(coef)
+        return length, jac
+
+
+class SpatialTendon(AbstractTendon):
+    """A spatial tendon: a path of straight segments between points fixed to bodies
+    (MuJoCo's spatial tendon through sites), ℓ = Σ |x_{i+1} − x_i|, with Jacobian
+    J = Σ eᵢ · (J_{x_{i+1}} − J_{x_i}), eᵢ the unit vector along segment i and J_x a
+    point's translational Jacobian. Wrapping around geoms and pulleys are not
+    supported.
+
+    **Arguments:**
+
+    - `name`: the tendon's name.
+    - `path`: `[(body, pos), ...]`, at least two points: each a body name (`None`:
+      the world) and a position in that body's frame (length), shape `(3,)`.
+    - `stiffness`, `springlength`, `damping`, `range`, `margin`, `limit_impedance`,
+      `frictionloss`, `friction_impedance`: as for
+      [`FixedTendon`][sciad.rigid.FixedTendon] (`springlength` default 0: a spring
+      that always pulls).
+
+    **Example:**
+
+    ```python
+    string = sciad.rigid.SpatialTendon(
+        "string", [("cup", (0.0, 0.0, 0.0)), ("ball", (0.0, 0.0, 0.05))], range=(0.0, 0.3)
+    )
+    ```
+    """
+
+    name: str = eqx.field(static=True)
+    bodies: tuple[str | None, ...] = eqx.field(static=True)
+    points: Float[Array, "p 3"]
+    stiffness: FloatScalar
+    springlength: Float[Array, "2"]
+    damping: FloatScalar
+    range: Float[Array, "2"] | None
+    margin: FloatScalar
+    limit_impedance: Impedance | None
+    frictionloss: FloatScalar
+    friction_impedance: Impedance | None
+    has_friction: bool = eqx.field(static=True)
+
+    def __init__(
+        self,
+        name: str,
+        path: Sequence[tuple[str | None, Vec3Like]],
+        *,
+        stiffness: ScalarLike = 0.0,
+        springlength: ScalarLike | RangeLike = 0.0,
+        damping: ScalarLike = 0.0,
+        range: RangeLike | None = None,
+        margin: ScalarLike = 0.0,
+        limit_impedance: Impedance | None = None,
+        frictionloss: ScalarLike = 0.0,
+        friction_impedance: Impedance | None = None,
+    ):
+        self.name = _name("SpatialTendon", name)
+        label = f"SpatialTendon {name!r}"
+        path = list(path) if isinstance(path, (list, tuple)) else path
+        if not isinstance(path, list) or len(path) < 2:
+            raise ValueError(
+                f"{label} path must be a list of at least two (body, pos) points; got {path!r}."
+            )
+        for item in path:
+            if not (
+                isinstance(item, (tuple, list))
+                and len(item) == 2
+                and (item[0] is None or isinstance(item[0], str))
+            ):
+                raise ValueError(
+                    f"{label} path items must be (body name or None, pos) pairs; got {item!r}."
+                )
+        self.bodies = tuple(b for b, _ in path)
+        self.points = jnp.stack(
+            [as_float_array(p, f"{label} path point {i}", (3,)) for i, (_, p) in enumerate(path)]
+        )
+        _set_common(self, "SpatialTendon", locals())
+
+    def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
+        """Every body of the path exists."""
+        del bodies
+        for b in self.bodies:
+            if b is not None and b not in index:
+                raise ValueError(f"SpatialTendon {self.name!r}: no body named {b!r}.")
+
+    def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
+        """The path's length and Jacobian (see the class)."""
+        topo = mb.topology
+        idx = np.asarray([-1 if b is None else mb.body_index(b) for b in self.bodies])
+        moving = idx >= 0
+        b = np.where(moving, idx, 0)
+        p = self.points.astype(q.dtype)
+        x = jnp.where(moving[:, None], jnp.einsum("pij,pj->pi", f.rot[b], p) + f.pos[b], p)
+        # Point Jacobians (P, nv, 3): dof k moves point x with lin_k + ω_k × x when
+        # body(k) is the point's body or an ancestor of it.
+        mask = jnp.asarray(topo.anc[b][:, topo.dof_body] & moving[:, None], q.dtype)
+        s = f.subspace
+        jp = mask[:, :, None] * (s[None, :, 3:] + cross(s[None, :, :3], x[:, None, :]))
+        d = x[1:] - x[:-1]
+        sq = jnp.sum(d * d, axis=-1)
+        pos = sq > 0
+        norm = jnp.sqrt(jnp.where(pos, sq, 1.0))  # a zero segment: no direction
+        e = jnp.where(pos[:, None], d / norm[:, None], 0.0)
+        length = jnp.sum(jnp.where(pos, norm, 0.0))
+        jac = jnp.einsum("sc,skc->k", e, jp[1:] - jp[:-1])
+        return length, jac
+
+
+class TendonActuator(eqx.Module):
+    """An actuator pulling on a tendon (MuJoCo's affine actuator with a tendon
+    transmission, gear folded in):
+
+        f = gain · u + bias_constant + bias_position · ℓ + bias_velocity · ℓ̇
+
+    acting on the dofs as Jᵀ f (J the tendon's Jacobian), u the control (clipped to
+    `ctrl_range` if given).
+
+    **Arguments:**
+
+    - `tendon`: the tendon's name.
+    - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
+    - `ctrl_range`: optional `(lower, upper)` clip for u.
+
+    **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0)`
+    """
+
+    tendon: str = eqx.field(static=True)
+    gain: FloatScalar
+    bias_constant: FloatScalar
+    bias_position: FloatScalar
+    bias_velocity: FloatScalar
+    ctrl_range: Float[Array, "2"] | None
+
+    def __init__(
+        self,
+        tendon: str,
+        *,
+        gain: ScalarLike = 1.0,
+        bias_constant: ScalarLike = 0.0,
+        bias_position: ScalarLike = 0.0,
+        bias_velocity: ScalarLike = 0.0,
+        ctrl_range: RangeLike | None = None,
+    ):
+        self.tendon = _name("TendonActuator tendon", tendon)
+        label = f"TendonActuator {tendon!r}"
+        for field, x in (
+            ("gain", gain),
+            ("bias_constant", bias_constant),
+            ("bias_position", bias_position),
+            ("bias_velocity", bias_velocity),
+        ):
+            check_scalar(x, f"{label} {field}")
+            setattr(self, field, as_float_array(x, f"{label} {field}"))
+        self.ctrl_range = (
+            None
+            if ctrl_range is None
+            else _interval(ctrl_range, f"{label} ctrl_range", strict=True)
+        )
+
+    @classmethod
+    def motor(
+        cls, tendon: str, gear: ScalarLike = 1.0, *, ctrl_range: RangeLike | None = None
+    ) -> "TendonActuator":
+        """A force motor: f = gear · u.
+
+        **Example:** `sciad.rigid.TendonActuator.motor("coupling", gear=2.0)`
+        """
+        return cls(tendon, gain=gear, ctrl_range=ctrl_range)
+
+    @classmethod
+    def position(
+        cls,
+        tendon: str,
+        kp: ScalarLike,
+        kv: ScalarLike = 0.0,
+        *,
+        ctrl_range: RangeLike | None = None,
+    ) -> "TendonActuator":
+        """A length servo: f = kp (u − ℓ) − kv ℓ̇, u the target length.
+
+        **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0, kv=0.5)`
+        """
+        check_positive(kp, "TendonActuator.position kp")
+        check_positive(kv, "TendonActuator.position kv", zero_ok=True)
+        kp = jnp.asarray(kp, float)
+        return cls(
+            tendon,
+            gain=kp,
+            bias_position=-kp,
+            bias_velocity=-jnp.asarray(kv, float),
+            ctrl_range=ctrl_range,
+        )
+
+    @classmethod
+    def velocity(
+        cls, tendon: str, kv: ScalarLike, *, ctrl_range: RangeLike | None = None
+    ) -> "TendonActuator":
+        """A speed servo: f = kv (u − ℓ̇), u the target rate of change of ℓ.
+
+        **Example:** `sciad.rigid.TendonActuator.velocity("coupling", kv=2.0)`
+        """
+        check_positive(kv, "TendonActuator.velocity kv")
+        kv = jnp.asarray(kv, float)
+        return cls(tendon, gain=kv, bias_velocity=-kv, ctrl_range=ctrl_range)
+
+
+# --------------------------------------------------------------------------- the model's
+
+
+def check_tendons(
+    tendons: Sequence[Anything],
+    bodies: Sequence[Anything],
+    index: dict[str, int],
+    actuators: Sequence[Anything],
+) -> tuple[AbstractTendon, ...]:
+    """`MultiBody`'s `tendons` checked against its bodies, and its
+    `TendonActuator`s against the tendons."""
+    tendons = tuple(tendons)
+    names: set[str] = set()
+    for i, t in enumerate(tendons):
+        if not isinstance(t, AbstractTendon):
+            raise TypeError(
+                "MultiBody tendons must be sciad.rigid.FixedTendon or SpatialTendon; "
+                f"item {i} is {t!r}."
+            )
+        if t.name in names:
+            raise ValueError(f"MultiBody: duplicate tendon name {t.name!r}.")
+        names.add(t.name)
+        t.check(bodies, index)
+    for a in actuators:
+        if isinstance(a, TendonActuator) and a.tendon not in names:
+            raise ValueError(
+                f"TendonActuator: no tendon named {a.tendon!r}; tendons: {sorted(names)}."
+            )
+    return tendons
+
+
+def check_tendon_weights(mb: Anything) -> None:
+    """A model with `inverse_weights` and tendon constraint rows must give the
+    tendons' weights (shape (n_tendons,))."""
+    w = mb.inverse_weights
+    if w is None or not any(t.limited or t.has_friction for t in mb.tendons):
+        return
+    if jnp.shape(w.tendon) != (len(mb.tendons),):
+        raise ValueError(
+            f"MultiBody inverse_weights.tendon must have shape ({len(mb.tendons)},) (one "
+            f"per tendon: its limit and friction rows use it); got {jnp.shape(w.tendon)}."
+        )
+
+
+def tendon_kinematics(mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+    """The tendons' lengths (T,) and Jacobians (T, nv) (MuJoCo's `ten_length`,
+    `ten_J`)."""
+    out = [t.kinematics(mb, f, q) for t in mb.tendons]
+    return jnp.stack([x for x, _ in out]), jnp.stack([j for _, j in out])
+
+
+def _stacked(mb: Anything, name: str, dtype: Anything) -> Array:
+    return jnp.stack([jnp.asarray(getattr(t, name), dtype) for t in mb.tendons])
+
+
+def _stretch(mb: Anything, length: Array) -> Array:
+    """ℓ − ℓ_hi above the dead band, ℓ − ℓ_lo below it, 0 inside."""
+    band = _stacked(mb, "springlength", length.dtype)
+    lo, hi = band[:, 0], band[:, 1]
+    return jnp.where(length > hi, length - hi, jnp.where(length < lo, length - lo, 0.0))
+
+
+def tendon_passive_force(mb: Anything, f: Anything, v: V) -> V:
+    """Σ Jᵀ (−k x − b ℓ̇) over the tendons' springs and dampers (MuJoCo's tendon
+    part of `qfrc_spring` + `qfrc_damper`), shape (nv,)."""
+    length, jac = f.tendons
+    k = _stacked(mb, "stiffness", v.dtype)
+    b = _stacked(mb, "damping", v.dtype)
+    force = -k * _stretch(mb, length) - b * (jac @ v)
+    return jac.T @ force
+
+
+def tendon_energy(mb: Anything, f: Anything) -> FloatScalar:
+    """The tendon springs' ½ k x² (x the stretch beyond the dead band)."""
+    length, _ = f.tendons
+    return 0.5 * jnp.sum(_stacked(mb, "stiffness", length.dtype) * _stretch(mb, length) ** 2)
+
+
+def tendon_actuator_force(mb: Anything, f: Anything, u: Array, v: V) -> V:
+    """The `TendonActuator`s' Σ Jᵀ (gain u + b₀ + b₁ ℓ + b₂ ℓ̇) for the (clipped)
+    controls `u` of all the model's actuators, shape (nv,)."""
+    acts = [(i, a) for i, a in enumerate(mb.actuators) if isinstance(a, TendonActuator)]
+    if not acts:
+        return jnp.zeros_like(v)
+    length, jac = f.tendons
+    names = [t.name for t in mb.tendons]
+    rows = np.asarray([names.index(a.tendon) for _, a in acts])
+    ui = u[np.asarray([i for i, _ in acts])]
+
+    def param(name: str) -> Array:
+        return jnp.stack([jnp.asarray(getattr(a, name), v.dtype) for _, a in acts])
+
+    j = jac[rows]
+    force = (
+        param("gain") * ui
+        + param("bias_constant")
+        + param("bias_position") * length[rows]
+        + param("bias_velocity") * (j @ v)
+    )
+    return j.T @ force
+
+
+def _impedances(mb: Anything, own: list[Impedance | None], dtype: Anything) -> Array:
+    """The stacked impedances (K, 7): each row's own, or the model's default."""
+    default = mb.contact.impedance
+    return jnp.stack([(default if x is None else x).stacked() for x in own]).astype(dtype)
+
+
+def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
+    """The tendons' constraint rows (MuJoCo's `mj_instantiateLimit` and
+    `mj_instantiateFriction` for tendons): per limited tendon two limit rows, the
+    lower r = ℓ − lo − margin with Jacobian J and the upper r = hi − ℓ − margin with
+    −J, active where r < 0; per tendon with friction loss F one friction row along J
+    with force in [−F, F], always active. The diagonal is MuJoCo's
+    `tendon_invweight0` when the model has `inverse_weights`, else `None`."""
+    if not mb.tendons:
+        return []
+    length, jac = f.tendons
+    dtype = length.dtype
+    weights = None if mb.inverse_weights is None else mb.inverse_weights.tendon.astype(dtype)
+    blocks = []
+    lim = np.asarray([i for i, t in enumerate(mb.tendons) if t.limited], np.int64)
+    if lim.size:
+        ts = [mb.tendons[i] for i in lim]
+        rng = jnp.stack([t.range.astype(dtype) for t in ts])
+        margin = jnp.stack([jnp.asarray(t.margin, dtype) for t in ts])
+        imp = _impedances(mb, [t.limit_impedance for t in ts], dtype)
+        r = jnp.concatenate([length[lim] - rng[:, 0], rng[:, 1] - length[lim]]) - jnp.tile(
+            margin, 2
+        )
+        zero = jnp.zeros(2 * lim.size, dtype)
+        blocks.append(
+            RowBlock(
+                r,
+                jnp.concatenate([jac[lim], -jac[lim]]),
+                jnp.tile(imp, (2, 1)),
+                None if weights is None else jnp.tile(weights[lim], 2),
+                zero,
+                zero + jnp.inf,
+                r < 0,
+                False,
+            )
+        )
+    fr = np.asarray([i for i, t in enumerate(mb.tendons) if t.has_friction], np.int64)
+    if fr.size:
+        ts = [mb.tendons[i] for i in fr]
+        loss = jnp.stack([jnp.asarray(t.frictionloss, dtype) for t in ts])
+        imp = _impedances(mb, [t.friction_impedance for t in ts], dtype)
+        blocks.append(
+            RowBlock(
+                jnp.zeros(fr.size, dtype),
+                jac[fr],
+                imp,
+                None if weights is None else weights[fr],
+                -loss,
+                loss,
+                jnp.ones(fr.size, bool),
+                True,
+            )
+        )
+    return blocks
