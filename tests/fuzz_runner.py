@@ -313,8 +313,10 @@ def fuzz_simulate_rigid(case):
         geoms = []
         for spec in geom_specs:
             kind, args = spec["shape"]
-            rest = {k: v for k, v in spec.items() if k != "shape"}
-            geoms.append(rigid.Geom(SHAPES[kind](*args), **rest))
+            rest = {k: v for k, v in spec.items() if k not in ("shape", "time_constant")}
+            tau = spec.get("time_constant")
+            impedance = None if tau is None else rigid.Impedance(time_constant=tau)
+            geoms.append(rigid.Geom(SHAPES[kind](*args), impedance=impedance, **rest))
         model = rigid.MultiBody(bodies, gravity=gravity, geoms=geoms)
         q, v = model.default_state()
         if state == "perturbed":

@@ -321,7 +321,7 @@ def contact_terms(
 
 def pyramid_block(
     c: Contacts, jac: Float[Array, "C 3 nv"], impratio: RealScalarLike
-) -> tuple[RowBlock, Array]:
+) -> tuple[RowBlock, tuple[np.ndarray, Float[Array, " K"]]]:
     """MuJoCo's pyramidal friction cone as scalar rows: a frictional contact's four
     edges J_n ± μ J_tk (k = 1, 2), each with force ≥ 0 and the contact's distance, a
     frictionless one's normal row; and each row's factor on the normal's inverse

@@ -143,3 +143,11 @@ def random_state(model, seed, scale=1.0):
     dq = jnp.asarray(rng.normal(size=model.nv) * scale)
     q = eqx.filter_jit(lambda m, q, d: m.integrate_positions(q, d))(model, q0, dq)
     return q, jnp.asarray(rng.normal(size=model.nv) * scale)
+
+
+def flat(softness: float, time_constant: float = 0.02) -> rigid.Impedance:
+    """An impedance with a constant d = 1/(1 + softness), so that a row's
+    regularisation is R = (1 − d)/d · A = softness · A (the form the analytic tests
+    use), and the given time constant."""
+    d = 1.0 / (1.0 + softness)
+    return rigid.Impedance(time_constant=time_constant, d0=d, dmax=d)

@@ -14,8 +14,11 @@ import pytest
 import sciad
 import sciad.rigid as rigid
 
+from .scenes import flat
+
 G = 9.81
 DT = 1e-3
+EPS = 1e-2  # the contacts' softness: R = EPS · J M⁻¹ Jᵀ (a flat impedance)
 
 
 def box_on_floor(z, time_constant=0.02):
@@ -25,7 +28,7 @@ def box_on_floor(z, time_constant=0.02):
     )
     geoms = [rigid.Geom(rigid.Plane(), name="floor"), rigid.Geom(rigid.Box(half), body="box")]
     return rigid.MultiBody(
-        [body], geoms=geoms, contact=rigid.ContactModel(time_constant=time_constant)
+        [body], geoms=geoms, contact=rigid.ContactModel(impedance=flat(EPS, time_constant))
     )
 
 
@@ -34,7 +37,7 @@ def ball_on_floor(z, time_constant=0.02):
     body = rigid.Body("ball", joint=rigid.FreeJoint(), pos=(0.0, 0.0, z), shape=ball, density=1.0)
     geoms = [rigid.Geom(rigid.Plane(), name="floor"), rigid.Geom(ball, body="ball", name="ball")]
     return rigid.MultiBody(
-        [body], geoms=geoms, contact=rigid.ContactModel(time_constant=time_constant)
+        [body], geoms=geoms, contact=rigid.ContactModel(impedance=flat(EPS, time_constant))
     )
 
 
@@ -47,11 +50,14 @@ def heights(model, n_steps):
 
 
 def test_effective_time_constant_is_at_least_two_steps():
-    contact = rigid.ContactModel(time_constant=0.02)
+    contact = rigid.ContactModel(rigid.Impedance(time_constant=0.02))
     assert float(contact.effective_time_constant(1e-3)) == 0.02
     assert float(contact.effective_time_constant(0.02)) == 0.04
-    # differentiable in both arguments, piecewise
-    dtau = jax.grad(lambda t: rigid.ContactModel(time_constant=t).effective_time_constant(1e-3))
+
+    def tau(t):
+        return rigid.ContactModel(rigid.Impedance(time_constant=t)).effective_time_constant(1e-3)
+
+    dtau = jax.grad(tau)  # differentiable in both arguments, piecewise
     assert float(dtau(0.02)) == 1.0 and float(dtau(1e-4)) == 0.0
 
 
@@ -75,7 +81,7 @@ def test_a_hard_limit_with_a_tiny_time_constant_matches_two_steps():
     def pendulum(tau):
         joint = rigid.HingeJoint(axis=(0.0, 1.0, 0.0), range=(-0.3, 0.3))
         bob = rigid.Body("bob", joint=joint, com=(0.0, 0.0, -1.0), mass=1.0, inertia=(1e-3,) * 3)
-        return rigid.MultiBody([bob], contact=rigid.ContactModel(time_constant=tau))
+        return rigid.MultiBody([bob], contact=rigid.ContactModel(flat(EPS, tau)))
 
     @eqx.filter_jit
     def angles(model):
@@ -91,8 +97,9 @@ def test_a_hard_limit_with_a_tiny_time_constant_matches_two_steps():
 
 def test_a_ball_starting_deep_in_the_floor_is_warned_about_and_pushed_out_as_told():
     """3 cm deep (the threshold is a tenth of the 0.1 m radius): the warning names both
-    geoms, the depth and the speed depth/τ, which the first step indeed reaches (up to
-    the softness ε and a step of gravity)."""
+    geoms, the depth and the speed depth/τ that bounds the push; the first step's
+    velocity is the solve's minimiser for one contact, (û + ε v_free)/(1 + ε), with
+    MuJoCo's reference û = h k d |r| (k = 1/(d τ)², a flat d = 1/(1 + ε))."""
     model = ball_on_floor(0.07)
     y0 = model.default_state()
     with pytest.warns(UserWarning) as record:
@@ -104,8 +111,9 @@ def test_a_ball_starting_deep_in_the_floor_is_warned_about_and_pushed_out_as_tol
     assert "depth/time_constant = 1.5 " in msg
     assert w.filename == __file__  # it points at the simulate call
     vz = float(traj.ys[1][-1, 2])
-    eps, v_free = 1e-2, -G * DT  # the solve's minimiser for one contact: (û + ε v_free)/(1 + ε)
-    np.testing.assert_allclose(vz, (1.5 + eps * v_free) / (1 + eps), rtol=1e-9)
+    d, v_free = 1 / (1 + EPS), -G * DT
+    push = DT * 0.03 / (d * 0.02) ** 2 * d
+    np.testing.assert_allclose(vz, (push + EPS * v_free) / (1 + EPS), rtol=1e-9)
 
 
 @pytest.mark.parametrize("z", [0.1, 0.095, 0.25])
