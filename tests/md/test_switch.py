@@ -178,10 +178,11 @@ def lj_liquid(potential, seed=0):
     return md.MDSystem(box, potential, masses=jnp.ones(32)), (q, p)
 
 
-def hessian_fd_errors(potential, hs, n_steps=1000, dt=5e-4):
-    """Largest |H_fd − H| of the Hessian of the mean-square displacement after `n_steps`
-    w.r.t. (σ, ε), H by forward-over-reverse AD, H_fd by central differences of the
-    gradient with step h, for each h; and max |H|."""
+def fd_errors(potential, hs, order=2, n_steps=1000, dt=5e-4):
+    """Largest |FD − AD| of the gradient (`order=1`) or Hessian (`order=2`) of the
+    mean-square displacement after `n_steps` w.r.t. (σ, ε): AD by `jax.grad` or
+    forward-over-reverse, FD by central differences (of the observable or of its
+    gradient) with step h, for each h; and the largest |AD| entry."""
     system, y0 = lj_liquid(potential)
 
     def msd(theta):
@@ -194,13 +195,13 @@ def hessian_fd_errors(potential, hs, n_steps=1000, dt=5e-4):
         return jnp.mean(jnp.sum((q1 - y0[0]) ** 2, axis=1))
 
     theta = jnp.array([1.0, 1.0])
-    grad = jax.jit(jax.grad(msd))
-    hess = np.asarray(jax.jit(jax.jacfwd(jax.grad(msd)))(theta))
+    f = jax.jit(msd if order == 1 else jax.grad(msd))
+    exact = np.asarray(jax.jit(jax.grad(msd) if order == 1 else jax.jacfwd(jax.grad(msd)))(theta))
     errors = []
     for h in hs:
-        columns = [(grad(theta + h * e) - grad(theta - h * e)) / (2 * h) for e in jnp.eye(2)]
-        errors.append(float(np.max(np.abs(np.stack(columns, axis=1) - hess))))
-    return np.array(errors), float(np.max(np.abs(hess)))
+        columns = [(f(theta + h * e) - f(theta - h * e)) / (2 * h) for e in jnp.eye(2)]
+        errors.append(float(np.max(np.abs(np.stack(columns, axis=-1) - exact))))
+    return np.array(errors), float(np.max(np.abs(exact)))
 
 
 @pytest.mark.slow
@@ -210,7 +211,7 @@ def test_hessian_through_md_converges_to_finite_differences_as_h_squared():
     or force-shifted, it does not converge: docs/benchmarks.md, not asserted here.)"""
     hs = (1e-3, 5e-4, 2.5e-4)
     pot = md.Switched(md.LennardJones(1.0, 1.0), r_on=1.3, cutoff=1.6, smoothness=3)
-    errors, scale = hessian_fd_errors(pot, hs)
+    errors, scale = fd_errors(pot, hs)
     ratios = errors[:-1] / errors[1:]
     assert np.all((ratios > 3.5) & (ratios < 4.6)), (errors, ratios)
     assert 1.9 < fit_order(hs, errors) < 2.1
@@ -221,17 +222,18 @@ if __name__ == "__main__":
     jax.config.update("jax_enable_x64", True)
     hs = (1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5)
     lj = md.LennardJones(1.0, 1.0)
-    for name, pot in (
-        ("Switched C3", md.Switched(lj, r_on=1.3, cutoff=1.6, smoothness=3)),
-        ("Switched C2", md.Switched(lj, r_on=1.3, cutoff=1.6, smoothness=2)),
-        ("Truncated force", md.Truncated(lj, cutoff=1.6, shift="force")),
-        ("Truncated none", md.Truncated(lj, cutoff=1.6)),
-    ):
-        errors, scale = hessian_fd_errors(pot, hs)
-        ratios = " ".join(f"{r:.2f}" for r in errors[:-1] / errors[1:])
-        print(
-            f"{name}: max|H| {scale:.4g}; errors",
-            " ".join(f"{e:.3g}" for e in errors),
-            "; ratios",
-            ratios,
-        )
+    for order, what in ((1, "gradient"), (2, "Hessian")):
+        for name, pot in (
+            ("Switched C3", md.Switched(lj, r_on=1.3, cutoff=1.6, smoothness=3)),
+            ("Switched C2", md.Switched(lj, r_on=1.3, cutoff=1.6, smoothness=2)),
+            ("Truncated force", md.Truncated(lj, cutoff=1.6, shift="force")),
+            ("Truncated none", md.Truncated(lj, cutoff=1.6)),
+        ):
+            errors, scale = fd_errors(pot, hs, order)
+            ratios = " ".join(f"{r:.2f}" for r in errors[:-1] / errors[1:])
+            print(
+                f"{what}, {name}: max|AD| {scale:.4g}; errors",
+                " ".join(f"{e:.3g}" for e in errors),
+                "; ratios",
+                ratios,
+            )
