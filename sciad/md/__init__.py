@@ -71,6 +71,7 @@ from ._space import (
     PeriodicBox as PeriodicBox,
     TriclinicBox as TriclinicBox,
 )
+from ._switch import Switched as Switched
 from ._system import (
     all_pairs as all_pairs,
     MDSystem as MDSystem,

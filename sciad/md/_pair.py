@@ -65,6 +65,17 @@ def _check_parameters(
     pot.n_species()
 
 
+def check_static_length(x: object, name: str) -> None:
+    """A cut-off radius: a Python number (static: it fixes neighbour-list sizes), finite
+    and > 0."""
+    if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool):
+        raise TypeError(
+            f"{name} must be a Python number (it is static: it fixes neighbour-list "
+            f"sizes); got {type(x).__name__}."
+        )
+    check_positive(x, name)
+
+
 class AbstractPairPotential(AbstractPotential):
     """The energy of one pair as a function of its distance r.
 
@@ -330,14 +341,7 @@ class Truncated(AbstractPairPotential):
             )
         if self.shift not in self.shifts:
             raise ValueError(f"shift must be one of {self.shifts}, got {self.shift!r}.")
-        if not isinstance(self.cutoff, (int, float, np.integer, np.floating)) or isinstance(
-            self.cutoff, bool
-        ):
-            raise TypeError(
-                "Truncated.cutoff must be a Python number (it is static: it fixes "
-                f"neighbour-list sizes); got {type(self.cutoff).__name__}."
-            )
-        check_positive(self.cutoff, "Truncated.cutoff")
+        check_static_length(self.cutoff, "Truncated.cutoff")
 
     def pair_energy(self, r: FloatScalar) -> FloatScalar:
         """The truncated, shifted energy; zero at and beyond the cut-off."""

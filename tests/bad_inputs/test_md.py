@@ -1577,6 +1577,98 @@ GEOMETRY_CASES = [
 ]
 
 
+# smooth cut-offs (Switched) ----------------------------------------------------------------
+# r_on and the cut-off are static Python numbers, finite, > 0 and in order; the switch is C²
+# or C³; the cut-off is the range that minimum image and neighbour lists must cover.
+SWITCH_CASES = [
+    (
+        "Switched r_on above cutoff",
+        lambda: md.Switched(_LJ, r_on=2.5, cutoff=2.0),
+        ValueError,
+        r"Switched.r_on must be below Switched.cutoff; got r_on = 2.5 and cutoff = 2.0",
+    ),
+    (
+        "Switched r_on equal to cutoff",
+        lambda: md.Switched(_LJ, r_on=2.5, cutoff=2.5),
+        ValueError,
+        r"Switched.r_on must be below Switched.cutoff; got r_on = 2.5 and cutoff = 2.5",
+    ),
+    (
+        "Switched r_on negative",
+        lambda: md.Switched(_LJ, r_on=-1.0, cutoff=2.5),
+        ValueError,
+        "Switched.r_on " + _POS + "-1.0",
+    ),
+    (
+        "Switched r_on NaN",
+        lambda: md.Switched(_LJ, r_on=_NAN, cutoff=2.5),
+        ValueError,
+        "Switched.r_on " + _POS + "nan",
+    ),
+    (
+        "Switched cutoff inf",
+        lambda: md.Switched(_LJ, r_on=2.0, cutoff=float("inf")),
+        ValueError,
+        "Switched.cutoff " + _POS + "inf",
+    ),
+    (
+        "Switched cutoff array",
+        lambda: md.Switched(_LJ, r_on=2.0, cutoff=jnp.asarray(2.5)),
+        TypeError,
+        "Switched.cutoff must be a Python number",
+    ),
+    (
+        "Switched r_on bool",
+        lambda: md.Switched(_LJ, r_on=True, cutoff=2.5),
+        TypeError,
+        "Switched.r_on must be a Python number",
+    ),
+    (
+        "Switched smoothness 4",
+        lambda: md.Switched(_LJ, 2.0, 2.5, smoothness=4),
+        ValueError,
+        r"Switched.smoothness must be one of \(2, 3\); got 4",
+    ),
+    (
+        "Switched smoothness float",
+        lambda: md.Switched(_LJ, 2.0, 2.5, smoothness=2.0),
+        TypeError,
+        "Switched.smoothness must be an int; got 2.0",
+    ),
+    (
+        "Switched of a bond",
+        lambda: md.Switched(md.HarmonicBond(_BONDS, 1.0, 1.0), 2.0, 2.5),
+        TypeError,
+        "Switched.potential must be a sciad.md.AbstractPairPotential; got HarmonicBond",
+    ),
+    (
+        "Switched cutoff above half box",
+        lambda: _md(_L32, md.Switched(md.LennardJones(1.0, 1.0), 2.0, 2.5), n=32),
+        ValueError,
+        r"The Switched cut-off = 2.5 " + _HALF + r" \(3.2, so at most 1.6\)",
+    ),
+    (
+        "Switched beyond the neighbour list's cutoff",
+        lambda: md.MDSystem(
+            _BOX5,
+            md.Switched(_LJ, 2.0, 2.4),
+            jnp.ones(4),
+            neighbors=md.NeighborListBuilder.create(_BOX5, _Q4, cutoff=2.0, skin=0.2).build(
+                _BOX5, _Q4
+            ),
+        ),
+        ValueError,
+        "MDSystem.neighbors has cutoff 2.0, below the potential's range 2.4",
+    ),
+    (
+        "Switched species matrices without species",
+        lambda: _data_system(potential=md.Switched(_LJ2, 2.0, 2.5)),
+        ValueError,
+        r"MDSystem.potential has \(2, 2\) per-species parameters; pass species=",
+    ),
+]
+
+
 CASES = (
     MD_CASES
     + MINIMIZE_CASES
@@ -1585,6 +1677,7 @@ CASES = (
     + LEAD_CASES
     + DATA_CASES
     + GEOMETRY_CASES
+    + SWITCH_CASES
 )
 
 
