@@ -282,12 +282,14 @@ def _movable(diagonal: Array) -> Array:
 def scalar_rows(block: RowBlock, v: Array, diagonal: Array, dt: RealScalarLike) -> ScalarRows:
     """The solve's form of a `RowBlock`, with the rows' inverse inertia `diagonal`
     (the block's own, else the exact one): MuJoCo's reference û and regularisation R
-    (`row_terms`); rows that do not act get 1/R = 0."""
+    (`row_terms`); rows that do not act get 1/R = 0. The solve's γ is an impulse,
+    so the block's force bounds are scaled by `dt`."""
     u = block.jac @ v
     ref, r = row_terms(block.impedance, block.violation, u, diagonal, dt, friction=block.friction)
     active = block.active & _movable(diagonal)
     inv_r = jnp.where(active, 1.0 / jnp.where(active, r, 1.0), 0.0)
-    return ScalarRows(block.jac, ref, inv_r, block.lower, block.upper)
+    dt = jnp.asarray(dt, ref.dtype)
+    return ScalarRows(block.jac, ref, inv_r, dt * block.lower, dt * block.upper)
 
 
 def contact_terms(

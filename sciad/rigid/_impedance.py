@@ -6,6 +6,7 @@ from typing import NamedTuple
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
+import numpy as np
 
 from .._core._types import FloatScalar, RealScalarLike
 from .._core._validate import check_in_range, check_positive, check_scalar
@@ -81,8 +82,8 @@ class Impedance(eqx.Module):
 
         **Example:** `Impedance.from_mujoco((0.02, 1.0), (0.9, 0.95, 0.001, 0.5, 2))`
         """
-        tau, zeta = (float(x) for x in solref)
-        d0, dmax, width, mid, power = (float(x) for x in solimp)
+        tau, zeta = (float(x) for x in np.asarray(solref, float).reshape(2))
+        d0, dmax, width, mid, power = (float(x) for x in np.asarray(solimp, float).reshape(5))
         if not (tau > 0 and zeta > 0):
             raise ValueError(
                 f"solref {(tau, zeta)} with direct stiffness and damping (negative "

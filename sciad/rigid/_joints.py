@@ -75,7 +75,7 @@ def _check_range(joint: eqx.Module, rng: Array | None) -> None:
         )
 
 
-def _check_limit_parameters(joint: eqx.Module) -> None:
+def _check_limit_parameters(joint: Anything) -> None:
     imp = joint.limit_impedance
     if imp is not None and not isinstance(imp, Impedance):
         raise TypeError(

@@ -39,6 +39,7 @@ from ._tendons import (
     check_tendon_weights,
     check_tendons,
     tendon_energy,
+    tendon_rows,
     TendonActuator,
 )
 from ._topology import Topology, topology
@@ -549,14 +550,20 @@ class MultiBody(AbstractModel):
             diagonal = self.inverse_weights.dof[first].astype(row.dtype)
         zero = jnp.zeros(len(idx), row.dtype)
         return RowBlock(
-            dist[idx], rows * row[None, :], imp[idx], diagonal, zero, zero + jnp.inf, dist[idx] < 0, False
+            dist[idx],
+            rows * row[None, :],
+            imp[idx],
+            diagonal,
+            zero,
+            zero + jnp.inf,
+            dist[idx] < 0,
+            False,
         )
 
     def _extra_rows(self, f: Frames) -> list[RowBlock]:
-        """The scalar constraint rows besides contacts and joint limits (friction
-        losses, tendon limits), as `RowBlock`s; none yet."""
-        del f
-        return []
+        """The scalar constraint rows besides contacts and joint limits, as
+        `RowBlock`s: the tendons' limits and friction losses."""
+        return tendon_rows(self, f)
 
     # ------------------------------------------------------------------ contacts
 

@@ -31,7 +31,11 @@ def _sigmoid_impedance(imp, r):
         float(getattr(imp, k)) for k in ("d0", "dmax", "width", "midpoint", "power")
     )
     x = min(abs(r) / width, 1.0)
-    y = x**power / mid ** (power - 1) if x <= mid else 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+    y = (
+        x**power / mid ** (power - 1)
+        if x <= mid
+        else 1 - (1 - x) ** power / (1 - mid) ** (power - 1)
+    )
     return d0 + y * (dmax - d0)
 
 

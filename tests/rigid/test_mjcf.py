@@ -464,7 +464,8 @@ def _world(inner, extra=""):
 UNSUPPORTED = {
     "tendon armature": (
         _world(
-            _BODY, '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
+            _BODY,
+            '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>',
         ),
         r"MJCF tendon 't': tendon armature is not supported",
     ),
@@ -478,7 +479,7 @@ UNSUPPORTED = {
             '<site name="s1"/><site name="s2" pos="0 0 1"/><site name="s3" pos="0 0 -1"/></body>'
             '<site name="w" pos="1 0 0"/>',
             '<tendon><spatial name="t"><site site="w"/><geom geom="g"/><site site="s2"/>'
-            '</spatial></tendon>',
+            "</spatial></tendon>",
         ),
         r"MJCF tendon 't': a spatial tendon wrapping a sphere is not supported",
     ),
@@ -604,9 +605,7 @@ def test_geom_solref_solimp_and_margins():
     mj = rigid.from_mujoco(m)
     floor, ball = mj.model.geoms
     assert float(ball.margin) == 0.01
-    np.testing.assert_array_equal(
-        floor.impedance.stacked(), [0.04, 1.0, 0.9, 0.9, 0.001, 0.5, 2.0]
-    )
+    np.testing.assert_array_equal(floor.impedance.stacked(), [0.04, 1.0, 0.9, 0.9, 0.001, 0.5, 2.0])
     np.testing.assert_array_equal(ball.impedance.stacked(), [0.01, 2.0, 0.9, 0.95, 0.001, 0.5, 2.0])
     c = mj.model.contacts(mj.y0[0])
     np.testing.assert_allclose(
