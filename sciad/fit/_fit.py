@@ -216,8 +216,6 @@ def fit(
     params, static = eqx.partition(model, free_mask)
     is_pos = eqx.filter(pos_mask, free_mask)  # None where frozen, like `params`
     theta0 = jax.tree.map(lambda x, s: jnp.log(x) if s else x, params, is_pos)
-    # Module-level objective functions (not fresh closures) keep optimistix's
-    # compiled solve cached across calls with the same `loss`.
     try:
         out = eqx.filter_eval_shape(_residuals, theta0, (loss, static, is_pos, data, None))
     except (TypeError, ValueError) as e:  # the user's loss fails on these inputs
@@ -239,6 +237,8 @@ def fit(
             "absolute_sigma only affects the covariance, which check_rank=False skips."
         )
     sigma = _check_sigma(sigma, out)
+    # Module-level objective functions (not fresh closures) keep optimistix's
+    # compiled solve cached across calls with the same `loss`.
     args = (loss, static, is_pos, data, sigma)
     kw = dict(args=args, max_steps=max_steps, throw=throw, adjoint=adjoint)
     if least_squares:
@@ -267,9 +267,19 @@ def fit(
         errors = ravel_pytree(p)[1](jnp.sqrt(jnp.diagonal(cov)))
     free_leaves = tuple(bool(f) for f in jax.tree.leaves(free_mask))
     return FitResult(
-        fitted, final, sol.stats["num_steps"], result, sol.stats, ident, cov, errors, s2,
-        parameter_names(p), absolute_sigma, free_leaves,
-    )  # fmt: skip
+        model=fitted,
+        loss=final,
+        num_steps=sol.stats["num_steps"],
+        result=result,
+        stats=sol.stats,
+        identifiability=ident,
+        covariance=cov,
+        standard_errors=errors,
+        residual_variance=s2,
+        names=parameter_names(p),
+        absolute_sigma=absolute_sigma,
+        free=free_leaves,
+    )
 
 
 def _check_sigma(sigma: Any, out: PyTree) -> PyTree:
