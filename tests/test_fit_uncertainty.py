@@ -246,14 +246,15 @@ def line_residuals(m, d):
     return m.slope * jnp.asarray(T) + m.intercept - d
 
 
-def test_sigma_pytree_under_vmap():
+def test_sigma_pytree_under_jit_and_vmap():
     """A number as sigma for one residual leaf, an array for the other, in a batch of
-    two fits (vmap): each gets s²(AᵀA)⁻¹ of its own weighted linear problem."""
+    two fits (vmap, with sigma traced): each gets s²(AᵀA)⁻¹ of its own weighted linear
+    problem; a traced sigma that is not > 0 is an error when the fit runs."""
     line0 = Line(jnp.asarray(1.0), jnp.asarray(0.0))
     ys = np.stack([Y, Y[::-1]])
     two = lambda m, d: (line_residuals(m, d), m.slope - 2.0)  # data and a prior
-    sigma = (jnp.asarray(SIGMA), 0.5)
-    batch = jax.vmap(lambda d: sciad.fit(line0, two, d, sigma=sigma))(jnp.asarray(ys))
+    fits = jax.jit(jax.vmap(lambda d, s: sciad.fit(line0, two, d, sigma=(s, 0.5))))
+    batch = fits(jnp.asarray(ys), jnp.asarray([SIGMA, SIGMA]))
     assert batch.covariance.shape == (2, 2, 2) and batch.correlation.shape == (2, 2, 2)
     a = np.concatenate([np.stack([T, np.ones_like(T)], 1) / SIGMA[:, None], [[2.0, 0.0]]])
     for b, y in enumerate(ys):
@@ -263,6 +264,8 @@ def test_sigma_pytree_under_vmap():
         cov = chi2[0] / (41 - 2) * np.linalg.inv(a.T @ a)
         assert np.allclose(batch.covariance[b], cov, rtol=1e-8)
     assert str(batch) == repr(batch)  # a batch has no one-fit report
+    with pytest.raises(Exception, match=r"sigma\[0\] must be finite and > 0"):
+        fits(jnp.asarray(ys), jnp.asarray([SIGMA, -SIGMA]))
 
 
 BAD = [

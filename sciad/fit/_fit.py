@@ -284,7 +284,8 @@ def fit(
 
 def _check_sigma(sigma: Any, out: PyTree) -> PyTree:
     """`sigma` as a PyTree with the residuals' structure (`out`, from `eval_shape`),
-    each leaf a scalar or an array of its residual's shape, finite and > 0."""
+    each leaf a scalar or an array of its residual's shape, finite and > 0 (checked
+    now if concrete, else by `eqx.error_if` when the fit runs)."""
     if sigma is None:
         return None
     if not isinstance(sigma, (list, tuple, dict, eqx.Module)) and np.ndim(sigma) == 0:
@@ -304,6 +305,8 @@ def _check_sigma(sigma: Any, out: PyTree) -> PyTree:
                 f"{where} has dtype {s.dtype} but the residual it divides has {r.dtype}."
             )
         s = jnp.asarray(s, r.dtype)  # Python and NumPy numbers take the residuals' dtype
+        if not is_concrete(s):  # traced: checked when it runs
+            s = eqx.error_if(s, ~(jnp.isfinite(s) & (s > 0)), f"{where} must be finite and > 0.")
         checked.append(s)
     return jax.tree.unflatten(jax.tree.structure(out), checked)
 
