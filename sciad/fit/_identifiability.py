@@ -91,8 +91,8 @@ class Identifiability(eqx.Module):
         **Example:**
 
         ```python
-        cov = res.identifiability.covariance(2 * res.loss / (m - n))
-        errors = jnp.sqrt(jnp.diag(cov))
+        cov = res.identifiability.covariance(res.residual_variance)  # res.covariance
+        cov = res.identifiability.covariance(1.0)  # as if absolute_sigma=True
         ```
         """
         v = self.directions
