@@ -4,5 +4,6 @@
 at the top level.
 """
 
-from ._fit import fit as fit, FitResult as FitResult
+from ._fit import fit as fit
 from ._identifiability import Identifiability as Identifiability
+from ._result import FitResult as FitResult

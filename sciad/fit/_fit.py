@@ -6,61 +6,17 @@ import warnings
 
 import equinox as eqx
 import jax
+from jax.flatten_util import ravel_pytree
 import jax.numpy as jnp
 from jaxtyping import Array
 import numpy as np
 import optimistix as optx
 
 from .._core._results import RESULTS
-from .._core._types import BoolScalar, FloatScalar, IntScalar, PyTree
-from .._core._validate import check_finite, check_int, is_concrete
-from ._identifiability import Identifiability, identifiability
-
-
-class FitResult(eqx.Module):
-    """The outcome of `sciad.fit`.
-
-    **Fields:**
-
-    - `model`: the fitted model (frozen parameters unchanged).
-    - `loss`: the final loss: ½Σr² of the residuals, or the scalar loss.
-    - `num_steps`: optimiser steps taken.
-    - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
-    - `stats`: optimistix's statistics.
-    - `identifiability`: the SVD of the residuals' Jacobian at the solution, a
-      [`sciad.Identifiability`][sciad.Identifiability] (its rank, singular
-      values and unidentifiable directions), or `None` for a scalar loss or
-      `check_rank=False`.
-
-    **Properties:** `rank` (the Jacobian's numerical rank) and `rank_deficient`
-    (`True` when the data do not determine every free parameter), `None` where
-    `identifiability` is.
-
-    **Example:**
-
-    ```python
-    res = sciad.fit(sciad.ode.Pendulum(length=0.8), residuals, observed)
-    res.model.length, res.loss, res.num_steps, res.result == sciad.RESULTS.successful
-    res.rank_deficient  # True: length and gravity are both free, only g/L is observed
-    ```
-    """
-
-    model: PyTree
-    loss: FloatScalar
-    num_steps: IntScalar
-    result: RESULTS
-    stats: dict[str, Any]
-    identifiability: Identifiability | None
-
-    @property
-    def rank(self) -> IntScalar | None:
-        """The numerical rank of the residuals' Jacobian at the solution."""
-        return None if self.identifiability is None else self.identifiability.rank
-
-    @property
-    def rank_deficient(self) -> BoolScalar | None:
-        """Whether some combination of free parameters is not determined by the data."""
-        return None if self.identifiability is None else self.identifiability.deficient
+from .._core._types import PyTree
+from .._core._validate import check_finite, check_int, check_positive, is_concrete
+from ._identifiability import identifiability, parameter_names
+from ._result import FitResult
 
 
 def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
@@ -114,6 +70,8 @@ def fit(
     solver: optx.AbstractLeastSquaresSolver | optx.AbstractMinimiser | None = None,
     free: Any = None,
     positive: Any = None,
+    sigma: Any = None,
+    absolute_sigma: bool = False,
     max_steps: int = 256,
     throw: bool = True,
     progress: bool = False,
@@ -141,6 +99,15 @@ def fit(
     - `positive`: parameters that must stay positive, as a selector or a PyTree of
       bools like `free`; they are fitted as log p, so p = exp(θ) > 0 always. Their
       initial values must be > 0.
+    - `sigma`: the standard deviations of the residuals (per observation), as in
+      `scipy.optimize.curve_fit`: the fit minimises ½Σ(r/σ)². One number for all
+      residuals, or a PyTree with the residuals' structure whose leaves are each a
+      number or an array of that residual leaf's shape; finite and > 0. Not for a
+      scalar loss. Default: no weighting (σ = 1).
+    - `absolute_sigma`: `True` if `sigma` are the residuals' true standard deviations
+      (or the residuals are already divided by them): the covariance is (JᵀJ)⁻¹.
+      `False` (default) takes `sigma` as relative weights and scales the covariance
+      by s² = Σ(r/σ)²/(m − n), `curve_fit`'s default.
     - `max_steps`: the optimiser's step limit.
     - `throw`: raise if the optimiser fails; otherwise see `FitResult.result`.
     - `progress`: print one line per optimiser step (sets the solver's `verbose`).
@@ -148,9 +115,22 @@ def fit(
     - `check_rank`: compute the Jacobian of the residuals with respect to the free
       parameters at the solution and its SVD (`FitResult.identifiability`); costs one
       Jacobian (forward mode for least squares when there are at least as many
-      residuals as parameters, else reverse mode). Not for a scalar loss.
+      residuals as parameters, else reverse mode), from which the covariance and
+      standard errors come. Not for a scalar loss.
 
-    **Returns:** a [`sciad.FitResult`][sciad.FitResult].
+    **Returns:** a [`sciad.FitResult`][sciad.FitResult]; `print` it for a report.
+
+    **Uncertainties:** for residuals, `FitResult.covariance` is s²(JᵀJ)⁻¹ with J the
+    Jacobian of the residuals (divided by `sigma`) with respect to the free
+    parameters at the solution and s² = Σ(r/σ)²/(m − n) for m residuals and n free
+    parameters, or (JᵀJ)⁻¹ with `absolute_sigma=True`: the Gauss–Newton
+    (linearised) covariance that `scipy.optimize.curve_fit` returns. It is computed
+    from the SVD in `FitResult.identifiability` as a pseudo-inverse; a parameter the
+    data do not determine gets an infinite standard error (and `nan` covariances),
+    never a finite number, and if m ≤ n (and `absolute_sigma=False`) s² and the
+    covariance are `inf`. A scalar loss has no covariance (`None`): its scale as a
+    log-likelihood is unknown. See
+    [Uncertainties](../fitting.md#uncertainties-covariance-and-standard-errors).
 
     **Checks:** before solving, the residuals' shapes are compared with the data's
     (by `jax.eval_shape`): a residual that is an observation array broadcast into an
@@ -210,7 +190,8 @@ def fit(
         if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
             raise ValueError(f"{where} is marked positive, so it must start > 0; got {x}.")
     check_int(max_steps, "max_steps", minimum=1)
-    for flag, name in ((throw, "throw"), (progress, "progress"), (check_rank, "check_rank")):
+    flags = (throw, "throw"), (progress, "progress"), (check_rank, "check_rank")
+    for flag, name in (*flags, (absolute_sigma, "absolute_sigma")):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False; got {flag!r}.")
     if not isinstance(adjoint, optx.AbstractAdjoint):
@@ -235,11 +216,8 @@ def fit(
     params, static = eqx.partition(model, free_mask)
     is_pos = eqx.filter(pos_mask, free_mask)  # None where frozen, like `params`
     theta0 = jax.tree.map(lambda x, s: jnp.log(x) if s else x, params, is_pos)
-    # Module-level objective functions (not fresh closures) keep optimistix's
-    # compiled solve cached across calls with the same `loss`.
-    args = (loss, static, is_pos, data)
     try:
-        out = eqx.filter_eval_shape(_residuals, theta0, args)
+        out = eqx.filter_eval_shape(_residuals, theta0, (loss, static, is_pos, data, None))
     except (TypeError, ValueError) as e:  # the user's loss fails on these inputs
         raise type(e)(f"loss(model, data) fails before any fitting: {e}") from e
     scalar_loss = _check_residuals(out, data)
@@ -249,6 +227,19 @@ def fit(
             "return the vector of residuals, or pass a minimiser such as "
             "optx.BFGS(rtol=1e-8, atol=1e-8)."
         )
+    if scalar_loss and (sigma is not None or absolute_sigma):
+        raise ValueError(
+            "sigma and absolute_sigma weight residuals and scale their covariance, but "
+            "loss returned a scalar: return the residuals to use them."
+        )
+    if absolute_sigma and not check_rank:
+        raise ValueError(
+            "absolute_sigma only affects the covariance, which check_rank=False skips."
+        )
+    sigma = _check_sigma(sigma, out)
+    # Module-level objective functions (not fresh closures) keep optimistix's
+    # compiled solve cached across calls with the same `loss`.
+    args = (loss, static, is_pos, data, sigma)
     kw = dict(args=args, max_steps=max_steps, throw=throw, adjoint=adjoint)
     if least_squares:
         sol = optx.least_squares(_residuals, solver, theta0, **kw)  # pyright: ignore
@@ -259,15 +250,65 @@ def fit(
     )
     final = _scalar(sol.value, args)
     fitted = _to_model(sol.value, static, is_pos)
-    ident = None
-    if check_rank and not scalar_loss:
-        p = eqx.filter(fitted, free_mask)
-        n = sum(np.size(x) for x in jax.tree.leaves(p))
-        m = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(out))
-        ident = identifiability(_residuals_p, p, (loss, static, data), least_squares and m >= n)
+    p = eqx.filter(fitted, free_mask)
+    n = sum(np.size(x) for x in jax.tree.leaves(p))
+    m = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(out))
+    ident = cov = errors = s2 = None
+    if not scalar_loss:
+        inf = jnp.asarray(jnp.inf, final.dtype)
+        s2 = jax.lax.stop_gradient(2 * final / (m - n)) if m > n else inf
+    if check_rank and s2 is not None:
+        ident = identifiability(
+            _residuals_p, p, (loss, static, data, sigma), least_squares and m >= n
+        )
         if is_concrete(ident.deficient) and bool(ident.deficient):
             warnings.warn("sciad.fit: " + ident.describe(), UserWarning, stacklevel=2)
-    return FitResult(fitted, final, sol.stats["num_steps"], result, sol.stats, ident)
+        cov = ident.covariance(1.0 if absolute_sigma else s2)
+        errors = ravel_pytree(p)[1](jnp.sqrt(jnp.diagonal(cov)))
+    free_leaves = tuple(bool(f) for f in jax.tree.leaves(free_mask))
+    return FitResult(
+        model=fitted,
+        loss=final,
+        num_steps=sol.stats["num_steps"],
+        result=result,
+        stats=sol.stats,
+        identifiability=ident,
+        covariance=cov,
+        standard_errors=errors,
+        residual_variance=s2,
+        names=parameter_names(p),
+        absolute_sigma=absolute_sigma,
+        free=free_leaves,
+    )
+
+
+def _check_sigma(sigma: Any, out: PyTree) -> PyTree:
+    """`sigma` as a PyTree with the residuals' structure (`out`, from `eval_shape`),
+    each leaf a scalar or an array of its residual's shape, finite and > 0 (checked
+    now if concrete, else by `eqx.error_if` when the fit runs)."""
+    if sigma is None:
+        return None
+    if not isinstance(sigma, (list, tuple, dict, eqx.Module)) and np.ndim(sigma) == 0:
+        sigma = jax.tree.map(lambda _: sigma, out)
+    if jax.tree.structure(sigma) != jax.tree.structure(out):
+        raise ValueError(
+            "sigma must be one number or a PyTree with the residuals' structure "
+            f"{jax.tree.structure(out)}; got {jax.tree.structure(sigma)}."
+        )
+    paths = jax.tree_util.tree_flatten_with_path(out)[0]
+    checked = []
+    for (path, r), s in zip(paths, jax.tree.leaves(sigma), strict=True):
+        where = "sigma" + jax.tree_util.keystr(path)
+        check_positive(s, where, shape=() if np.ndim(s) == 0 else r.shape)
+        if isinstance(s, jax.Array) and s.dtype != r.dtype:
+            raise TypeError(
+                f"{where} has dtype {s.dtype} but the residual it divides has {r.dtype}."
+            )
+        s = jnp.asarray(s, r.dtype)  # Python and NumPy numbers take the residuals' dtype
+        if not is_concrete(s):  # traced: checked when it runs
+            s = eqx.error_if(s, ~(jnp.isfinite(s) & (s > 0)), f"{where} must be finite and > 0.")
+        checked.append(s)
+    return jax.tree.unflatten(jax.tree.structure(out), checked)
 
 
 def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
@@ -277,14 +318,19 @@ def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
 
 
 def _residuals(theta: PyTree, args: Any) -> PyTree:
-    loss, static, is_pos, data = args
-    return loss(_to_model(theta, static, is_pos), data)
+    loss, static, is_pos, data, sigma = args
+    return _weighted(loss(_to_model(theta, static, is_pos), data), sigma)
 
 
 def _residuals_p(p: PyTree, args: Any) -> PyTree:
     """The residuals as a function of the free parameters themselves (not log p)."""
-    loss, static, data = args
-    return loss(eqx.combine(p, static), data)
+    loss, static, data, sigma = args
+    return _weighted(loss(eqx.combine(p, static), data), sigma)
+
+
+def _weighted(r: PyTree, sigma: PyTree) -> PyTree:
+    """The residuals divided by their standard deviations (unchanged if `sigma` is None)."""
+    return r if sigma is None else jax.tree.map(jnp.divide, r, sigma)
 
 
 def _check_residuals(out: PyTree, data: Any) -> bool:

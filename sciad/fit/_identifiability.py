@@ -38,8 +38,9 @@ class Identifiability(eqx.Module):
     - `tolerance`: the rank threshold.
     - `rank`: the numerical rank; `deficient`: `rank < n`.
 
-    The decomposition is kept whole so that it can be reused, e.g. for a covariance
-    of the parameters, diag(s) V diag(σ⁻²) Vᵀ diag(s) times the noise variance.
+    The decomposition is kept whole so that it can be reused: `covariance` turns it
+    into the parameters' covariance, diag(s) V diag(σ⁻²) Vᵀ diag(s) times the noise
+    variance.
 
     **Example:**
 
@@ -57,6 +58,56 @@ class Identifiability(eqx.Module):
     tolerance: FloatScalar
     rank: IntScalar
     deficient: BoolScalar
+
+    def covariance(self, variance: FloatScalar | float = 1.0) -> Float[Array, "n n"]:
+        """The covariance of the free parameters, `variance` · (JᵀJ)⁺, from the SVD.
+
+        J is the Jacobian in the parameters' own units, so (JᵀJ)⁺ =
+        diag(s) V diag(σ⁻²) Vᵀ diag(s), keeping the `rank` singular values above
+        `tolerance` (the pseudo-inverse of `scipy.optimize.curve_fit`'s `trf` method).
+        Where that truncation would give a plausible but meaningless finite number, the
+        result says so instead:
+
+        - a parameter with a share above √ε in the unidentifiable directions (the
+          norm of its row of V's last n − rank columns, relative units) has an
+          infinite variance: its diagonal entry is `inf` and the rest of its row and
+          column `nan` (the data bound neither it nor its covariances);
+        - the other entries are the covariance of the determined parameters, which
+          does not depend on how the undetermined directions are resolved;
+        - `variance = inf` (the noise variance cannot be estimated, e.g. no more
+          residuals than parameters) gives `inf` everywhere, like `curve_fit`;
+        - a non-finite Jacobian gives `nan` everywhere.
+
+        Works under `jit` and `vmap`.
+
+        **Arguments:**
+
+        - `variance`: the residuals' variance: 1 when they are already divided by
+          their known standard deviations, else an estimate such as Σr²/(m − n).
+
+        **Returns:** an `(n, n)` array over the flattened parameters (order of `names`),
+        in the parameters' units squared.
+
+        **Example:**
+
+        ```python
+        cov = res.identifiability.covariance(res.residual_variance)  # res.covariance
+        cov = res.identifiability.covariance(1.0)  # as if absolute_sigma=True
+        ```
+        """
+        v = self.directions
+        n = v.shape[0]
+        kept = jnp.arange(n) < self.rank
+        sv = jnp.where(kept, self.singular_values, 1.0)
+        inverse = jnp.where(kept, 1.0 / sv**2, 0.0)
+        cov = (v * inverse[None, :]) @ v.T
+        cov = self.scale[:, None] * cov * self.scale[None, :] * variance
+        share = jnp.sqrt(jnp.sum(jnp.where(kept[None, :], 0.0, v) ** 2, axis=1))
+        loose = share > jnp.sqrt(jnp.finfo(v.dtype).eps)
+        cov = jnp.where(loose[:, None] | loose[None, :], jnp.nan, cov)
+        cov = jnp.where(jnp.diag(loose), jnp.inf, cov)
+        cov = jnp.where(jnp.isinf(variance), jnp.inf, cov)
+        return jnp.where(jnp.all(jnp.isfinite(self.singular_values)), cov, jnp.nan)
 
     def null_directions(self, digits: int = 3) -> list[dict[str, float]]:
         """The unidentifiable directions, one dict per direction, naming the parameters
