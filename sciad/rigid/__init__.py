@@ -20,6 +20,7 @@ from ._actuators import (
 )
 from ._body import Body as Body
 from ._collision import Contacts as Contacts
+from ._equality import TendonEquality as TendonEquality
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights

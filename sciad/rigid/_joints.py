@@ -95,6 +95,24 @@ def _check_limit(joint: eqx.Module, limit: str) -> None:
         )
 
 
+def _set_friction(joint: Anything, frictionloss: Anything, impedance: Anything) -> None:
+    """A range joint's friction loss: the row exists when F is nonzero or traced."""
+    check_scalar(frictionloss, f"{type(joint).__name__}.frictionloss")
+    joint.frictionloss = jnp.asarray(frictionloss)
+    joint.friction_impedance = impedance
+    joint.has_friction = not is_concrete(frictionloss) or float(np.asarray(frictionloss)) != 0
+
+
+def _check_friction(joint: Anything) -> None:
+    check_positive(joint.frictionloss, f"{type(joint).__name__}.frictionloss", zero_ok=True)
+    imp = joint.friction_impedance
+    if imp is not None and not isinstance(imp, Impedance):
+        raise TypeError(
+            f"{type(joint).__name__}.friction_impedance must be a sciad.rigid.Impedance or "
+            f"None; got {imp!r}."
+        )
+
+
 def _nearer_bound(x: FloatScalar, lo: FloatScalar, hi: FloatScalar) -> tuple[Array, Array]:
     """The constraint of the nearer side of [lo, hi]: its value r (x − lo or hi − x,
     negative when violated) and dr/dx (±1). Both sides cannot be violated at once."""
@@ -226,6 +244,14 @@ class AbstractJoint(eqx.Module):
         [`ContactModel`][sciad.rigid.ContactModel]'s)."""
         return default
 
+    def friction_loss(self, default: Impedance) -> tuple[FloatScalar, Impedance] | None:
+        """The joint's dry friction (MuJoCo's `frictionloss`): its friction loss F
+        (force or torque) and the [`Impedance`][sciad.rigid.Impedance] of its rows
+        (the joint's own `friction_impedance`, else `default`), or `None` (the
+        default) when the joint has none. Each dof then gets one constraint row with
+        force in [−F, F]."""
+        return None
+
     def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
         """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
         world frame). Zero for joints whose subspace is fixed in the child body."""
@@ -284,10 +310,19 @@ class _AbstractRangeJoint(AbstractJoint):
     limit_damping: eqx.AbstractVar[FloatScalar]
     limit: eqx.AbstractVar[str]
     limit_impedance: eqx.AbstractVar[Impedance | None]
+    frictionloss: eqx.AbstractVar[FloatScalar]
+    friction_impedance: eqx.AbstractVar[Impedance | None]
+    has_friction: eqx.AbstractVar[bool]
 
     def limit_parameters(self, default: Impedance) -> Impedance:
         """`limit_impedance`, or `default`."""
         return _own_or(self.limit_impedance, default)
+
+    def friction_loss(self, default: Impedance) -> tuple[FloatScalar, Impedance] | None:
+        """(`frictionloss`, `friction_impedance` or `default`) when `has_friction`."""
+        if not self.has_friction:
+            return None
+        return self.frictionloss, _own_or(self.friction_impedance, default)
 
     def passive_force(self, q: Q, v: V) -> V:
         """The spring −k (q − springref) plus the soft limit force (zero without
@@ -342,6 +377,13 @@ class HingeJoint(_AbstractRangeJoint):
       [`ContactModel`][sciad.rigid.ContactModel]'s).
     - `stiffness` (N·m/rad, ≥ 0), `springref` (rad): a torsion spring
       −stiffness·(q − springref) (MuJoCo's joint `stiffness` and `springref`).
+    - `frictionloss` F ≥ 0 (N·m): dry friction (MuJoCo's joint `frictionloss`): a
+      constraint row on the joint's velocity with force in [−F, F], solved with the
+      contacts and limits (it holds the joint until the other forces on it exceed F,
+      then opposes its motion with F), so the model needs time stepping;
+      `friction_impedance` its own [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
+      `solreffriction`, `solimpfriction`; `None`: the model's). Whether the row
+      exists is decided when the joint is built (`has_friction`: F nonzero or traced).
 
     **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), range=(-1.0, 1.0))`
     """
@@ -357,6 +399,9 @@ class HingeJoint(_AbstractRangeJoint):
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
     limit_impedance: Impedance | None
+    frictionloss: FloatScalar
+    friction_impedance: Impedance | None
+    has_friction: bool = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -373,6 +418,8 @@ class HingeJoint(_AbstractRangeJoint):
         limit_impedance: Impedance | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
+        frictionloss: ScalarLike = 0.0,
+        friction_impedance: Impedance | None = None,
     ):
         self.axis = _unit_axis("HingeJoint", axis)
         self.pos = _vec3(pos)
@@ -385,6 +432,7 @@ class HingeJoint(_AbstractRangeJoint):
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
         self.limit_impedance = limit_impedance
+        _set_friction(self, frictionloss, friction_impedance)
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -394,6 +442,7 @@ class HingeJoint(_AbstractRangeJoint):
         _check_range(self, self.range)
         _check_limit(self, self.limit)
         _check_limit_parameters(self)
+        _check_friction(self)
 
     def neutral(self) -> Q:
         """q = 0."""
@@ -426,6 +475,13 @@ class SliderJoint(_AbstractRangeJoint):
       (`None`: the model's), as for [`HingeJoint`][sciad.rigid.HingeJoint].
     - `stiffness` (N/m, ≥ 0), `springref` (length): a spring −stiffness·(q − springref)
       (MuJoCo's joint `stiffness` and `springref`).
+    - `frictionloss` F ≥ 0 (N): dry friction (MuJoCo's joint `frictionloss`): a
+      constraint row on the joint's velocity with force in [−F, F], solved with the
+      contacts and limits (it holds the joint until the other forces on it exceed F,
+      then opposes its motion with F), so the model needs time stepping;
+      `friction_impedance` its own [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
+      `solreffriction`, `solimpfriction`; `None`: the model's). Whether the row
+      exists is decided when the joint is built (`has_friction`: F nonzero or traced).
 
     **Example:** `sciad.rigid.SliderJoint(axis=jnp.array([1.0, 0.0, 0.0]))`
     """
@@ -440,6 +496,9 @@ class SliderJoint(_AbstractRangeJoint):
     limit_damping: FloatScalar
     limit: str = eqx.field(static=True)
     limit_impedance: Impedance | None
+    frictionloss: FloatScalar
+    friction_impedance: Impedance | None
+    has_friction: bool = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -455,6 +514,8 @@ class SliderJoint(_AbstractRangeJoint):
         limit_impedance: Impedance | None = None,
         stiffness: ScalarLike = 0.0,
         springref: ScalarLike = 0.0,
+        frictionloss: ScalarLike = 0.0,
+        friction_impedance: Impedance | None = None,
     ):
         self.axis = _unit_axis("SliderJoint", axis)
         self.damping = jnp.asarray(damping)
@@ -466,6 +527,7 @@ class SliderJoint(_AbstractRangeJoint):
         self.limit_damping = jnp.asarray(limit_damping)
         self.limit = limit
         self.limit_impedance = limit_impedance
+        _set_friction(self, frictionloss, friction_impedance)
 
     def __check_init__(self):
         _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")
@@ -473,6 +535,7 @@ class SliderJoint(_AbstractRangeJoint):
         _check_range(self, self.range)
         _check_limit(self, self.limit)
         _check_limit_parameters(self)
+        _check_friction(self)
 
     def neutral(self) -> Q:
         """q = 0."""

@@ -25,7 +25,7 @@ from ._mjcf_elements import (
     disabled,
     Labels,
 )
-from ._mjcf_tendons import convert_tendons
+from ._mjcf_tendons import convert_equalities, convert_tendons
 from ._multibody import MultiBody
 
 
@@ -131,7 +131,6 @@ class MJCFModel(eqx.Module):
 def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     """Report the features of the whole model that sciad.rigid cannot represent."""
     for count, obj, what in (
-        ("neq", "equality", "equality constraints (connect, weld, joint, ...) are not supported"),
         ("nflex", "flex", "flexible bodies (flex/composite) are not supported"),
         ("nplugin", "plugin", "engine plugins are not supported"),
     ):
@@ -293,6 +292,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       (`solreffriction`/`solimpfriction`), and `tendon_invweight0` for their rows.
       A tendon's damping is explicit under every integrator (as in MuJoCo's Euler and
       RK4; MuJoCo's implicit integrators treat it implicitly).
+    - **equality constraints** between tendons (`<equality><tendon>`, active ones):
+      [`TendonEquality`][sciad.rigid.TendonEquality] with its `polycoef`, the
+      tendons' `tendon_length0` as reference, its `solref`/`solimp`.
+    - **joint friction loss** (`frictionloss` of hinges and sliders): the joint's
+      `frictionloss` with `solreffriction`/`solimpfriction`; the dofs' `dof_invweight0`
+      for its row.
     - **options**: `gravity`, `timestep` and `integrator`: Euler →
       `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
       damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
@@ -324,8 +329,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     such feature of the model, each naming the element (by its MuJoCo name, or its
     index when unnamed) and the feature: tendons wrapping around geoms or through
     pulleys, tendon armature, polynomial tendon springs and dampers, equality
-    constraints, flexes, plugins,
-    mocap bodies, gravity compensation, stiffness of ball and free joints, frictionloss,
+    constraints other than tendon equalities (connect, weld, joint, flex), flexes,
+    plugins, mocap bodies, gravity compensation, stiffness and frictionloss of ball and
+    free joints,
     contact priorities, condim 4 and 6, unequal solmix, actuators on
     ball or free joints or through sites, slider-cranks or bodies, actuator
     dynamics (filters, integrators, muscles), force ranges and the discrete
@@ -434,6 +440,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
     tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
+    equalities = convert_equalities(m, mujoco, label, tendons)
     actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
@@ -461,6 +468,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             gravity=np.asarray(gravity, dtype=np.float64),
             actuators=actuators,
             tendons=tendons,
+            equalities=equalities,
             control=control,
             geoms=geoms,
             contact=contact,

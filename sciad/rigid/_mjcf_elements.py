@@ -84,8 +84,9 @@ def impedance_of(label: Labels, where: str, solref: Any, solimp: Any) -> Impedan
 def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     """MuJoCo joint `j`. A limit is a hard limit (a constraint of the contact solve)
     with its own time constant and softness from its `solref` and `solimp`
-    (`solver_parameters`). Unsupported features are reported to `label.block`; the
-    joint is then built without them."""
+    (`solver_parameters`), a hinge's or slider's `frictionloss` a friction row with
+    its `solreffriction` and `solimpfriction`. Unsupported features are reported to
+    `label.block`; the joint is then built without them."""
     b = int(m.jnt_bodyid[j])
     jt = int(m.jnt_type[j])
     T = mujoco.mjtJoint
@@ -93,12 +94,9 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     dof = int(m.jnt_dofadr[j])
     where = label("joint", j)
     no_constraint = disabled(m, mujoco, "mjDSBL_CONSTRAINT")
-    if (
-        nonzero(m.dof_frictionloss[dof : dof + nv])
-        and not no_constraint
-        and not disabled(m, mujoco, "mjDSBL_FRICTIONLOSS")
-    ):
-        label.block(f"{where}: frictionloss (dry joint friction) is not supported.")
+    dry = not (no_constraint or disabled(m, mujoco, "mjDSBL_FRICTIONLOSS"))
+    if dry and nv > 1 and nonzero(m.dof_frictionloss[dof : dof + nv]):
+        label.block(f"{where}: frictionloss on a ball or free joint is not supported.")
     springs = not disabled(m, mujoco, "mjDSBL_SPRING")
     stiffness = float(m.jnt_stiffness[j]) if springs else 0.0
     if springs and nonzero(m.jnt_stiffnesspoly[j]):
@@ -117,14 +115,22 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
         label.block(f"{where}: different armature on the joint's dofs is not supported.")
     limited = bool(m.jnt_limited[j]) and not (no_constraint or disabled(m, mujoco, "mjDSBL_LIMIT"))
     kw: dict[str, Any] = dict(damping=damping, armature=armature)
-    # MuJoCo's spring pulls qpos towards qpos_spring (springref); sciad's q is qpos − ref.
-    spring: dict[str, Any] = dict(
+    # A hinge's or slider's own: its spring (MuJoCo's pulls qpos towards qpos_spring,
+    # sciad's q is qpos − ref) and its friction loss (dof_frictionloss, dof_solref/imp).
+    one_dof: dict[str, Any] = dict(
         stiffness=stiffness,
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
     )
     if limited:
         imp = impedance_of(label, f"{where} (limit)", m.jnt_solref[j], m.jnt_solimp[j])
         kw.update(limit="hard", limit_impedance=imp)
+    if dry and nv == 1 and m.dof_frictionloss[dof] != 0:
+        one_dof.update(
+            frictionloss=float(m.dof_frictionloss[dof]),
+            friction_impedance=impedance_of(
+                label, f"{where} (friction)", m.dof_solref[dof], m.dof_solimp[dof]
+            ),
+        )
     # A limit margin acts as MuJoCo's: the limit engages `margin` inside the range
     # (MuJoCo's reference uses the distance less the margin), so the range shrinks by it.
     margin = float(m.jnt_margin[j]) if limited else 0.0
@@ -140,9 +146,11 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     if jt == int(T.mjJNT_BALL):
         return BallJoint(pos=m.jnt_pos[j], max_angle=rng[1] if limited else None, **kw)
     if jt == int(T.mjJNT_SLIDE):
-        return SliderJoint(axis=m.jnt_axis[j], range=rng - ref if limited else None, **kw, **spring)
+        return SliderJoint(
+            axis=m.jnt_axis[j], range=rng - ref if limited else None, **kw, **one_dof
+        )
     return HingeJoint(
-        axis=m.jnt_axis[j], pos=m.jnt_pos[j], range=rng - ref if limited else None, **kw, **spring
+        axis=m.jnt_axis[j], pos=m.jnt_pos[j], range=rng - ref if limited else None, **kw, **one_dof
     )
 
 

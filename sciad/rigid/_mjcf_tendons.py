@@ -1,13 +1,15 @@
 """The MJCF converter's tendons: MuJoCo's fixed and spatial tendons as sciad's
-`FixedTendon` and `SpatialTendon`, refusing (through `Labels.block`) what sciad cannot
-represent: wrapping around geoms, pulleys, nonlinear springs and dampers, tendon
-armature and actuator force limits."""
+`FixedTendon` and `SpatialTendon`, and its tendon equalities as `TendonEquality`,
+refusing (through `Labels.block`) what sciad cannot represent: wrapping around geoms,
+pulleys, nonlinear springs and dampers, tendon armature, actuator force limits and
+the other equality constraints."""
 
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ._equality import TendonEquality
 from ._mjcf_elements import compose, disabled, impedance_of, Labels, nonzero, tendon_name
 from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
 
@@ -101,3 +103,42 @@ def convert_tendons(
         except ValueError as e:
             label.block(f"{where}: {e}")
     return tendons
+
+
+def convert_equalities(
+    m: Any, mujoco: Any, label: Labels, tendons: list[AbstractTendon]
+) -> list[TendonEquality]:
+    """MuJoCo's active (`eq_active0`) tendon equalities as `TendonEquality`s with
+    `polycoef` = `eq_data[:5]`, `reference` = `tendon_length0` and the `solref` and
+    `solimp`; none when equalities or constraints are disabled. The other kinds
+    (connect, weld, joint, flex) are reported to `label.block`."""
+    if disabled(m, mujoco, "mjDSBL_EQUALITY") or disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
+        return []
+    tendon = int(mujoco.mjtEq.mjEQ_TENDON)
+    converted = {t.name for t in tendons}
+    out = []
+    for i in range(m.neq):
+        where = label("equality", i)
+        if int(m.eq_type[i]) != tendon:
+            kind = mujoco.mjtEq(int(m.eq_type[i])).name.removeprefix("mjEQ_").lower()
+            label.block(
+                f"{where}: equality constraints ({kind}) are not supported; only tendon "
+                "equalities are."
+            )
+            continue
+        if not m.eq_active0[i]:
+            continue
+        ids = [int(x) for x in (m.eq_obj1id[i], m.eq_obj2id[i]) if x >= 0]
+        names = [tendon_name(label, t) for t in ids]
+        if not set(names) <= converted:
+            continue  # the tendon itself was refused, with its reason
+        imp = impedance_of(label, where, m.eq_solref[i], m.eq_solimp[i])
+        out.append(
+            TendonEquality(
+                *names,
+                polycoef=np.asarray(m.eq_data[i][:5], dtype=np.float64),
+                reference=np.asarray(m.tendon_length0, dtype=np.float64)[ids],
+                impedance=imp,
+            )
+        )
+    return out

@@ -27,6 +27,14 @@ from ._collision import (
 )
 from ._constraint_solver import body_jacobians
 from ._dynamics import Frames, Terms
+from ._equality import (
+    check_equalities,
+    check_equality_weights,
+    equality_rows,
+    friction_joints,
+    joint_friction_rows,
+    TendonEquality,
+)
 from ._fluid import Medium
 from ._geom import ContactModel, Geom
 from ._impedance import InverseWeights, RowBlock
@@ -109,6 +117,8 @@ class MultiBody(AbstractModel):
     - `tendons`: a sequence of [`FixedTendon`][sciad.rigid.FixedTendon]s and
       [`SpatialTendon`][sciad.rigid.SpatialTendon]s: their springs and dampers act as
       passive forces, their limits and friction losses as constraints.
+    - `equalities`: a sequence of [`TendonEquality`][sciad.rigid.TendonEquality]s:
+      constraints on the tendons' lengths (MuJoCo's tendon equalities).
     - `control`: an [`AbstractControl`][sciad.rigid.AbstractControl] giving the
       actuators' inputs u(t, q, v), shape `(n_actuators,)`; zero if `None`.
     - `wrench`: applied wrenches, shape `(n, 6)`: (force, torque) per body in the
@@ -127,7 +137,8 @@ class MultiBody(AbstractModel):
       whose drag acts on every body with mass (MuJoCo's inertia-box model); `None`
       (default): vacuum.
 
-    With contacts or hard joint limits (constraints) the model runs with
+    With contacts, hard joint limits, joint or tendon friction losses, tendon limits
+    or equalities (constraints) the model runs with
     [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] (time stepping with a
     converged, implicitly differentiated solve of contacts and limits together); it
     is `sciad.simulate`'s default then, and [`RKMK4`][sciad.rigid.RKMK4] otherwise.
@@ -164,6 +175,7 @@ class MultiBody(AbstractModel):
     gravity: Float[Array, "3"]
     actuators: tuple[JointActuator | TendonActuator, ...]
     tendons: tuple[AbstractTendon, ...]
+    equalities: tuple[TendonEquality, ...]
     control: AbstractControl | None
     wrench: AbstractControl | None
     geoms: tuple[Geom, ...]
@@ -180,6 +192,7 @@ class MultiBody(AbstractModel):
         gravity: Vec3Like = (0.0, 0.0, -9.81),
         actuators: Sequence[JointActuator | TendonActuator] = (),
         tendons: Sequence[AbstractTendon] = (),
+        equalities: Sequence[TendonEquality] = (),
         control: AbstractControl | None = None,
         wrench: Float[ArrayLike, "n 6"] | AbstractControl | None = None,
         geoms: Sequence[Geom] = (),
@@ -254,6 +267,7 @@ class MultiBody(AbstractModel):
                 )
         self.actuators = actuators
         self.tendons = check_tendons(tendons, bodies, index, actuators)
+        self.equalities = check_equalities(equalities, self.tendons)
         if control is not None and not isinstance(control, AbstractControl):
             raise TypeError(f"control must be a sciad.rigid.AbstractControl; got {control!r}.")
         self.control = control
@@ -354,13 +368,16 @@ class MultiBody(AbstractModel):
 
     @property
     def constrained(self) -> bool:
-        """Whether the model has contacts or hard joint limits: constraints that only
-        time stepping ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]) solves."""
+        """Whether the model has contacts, hard joint limits, joint friction losses,
+        tendon limits or friction losses, or equalities: constraints that only time
+        stepping ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]) solves."""
         tendons = any(t.limited or t.has_friction for t in self.tendons)
-        return bool(self.pairs) or self.limited.size > 0 or tendons
+        rows = tendons or bool(self.equalities) or bool(friction_joints(self))
+        return bool(self.pairs) or self.limited.size > 0 or rows
 
     def __check_init__(self):
         check_tendon_weights(self)
+        check_equality_weights(self)
 
     def body_index(self, name: str) -> int:
         """The index of the body called `name`."""
@@ -498,7 +515,10 @@ class MultiBody(AbstractModel):
         limits = f"hard limits ({', '.join(names)}; or limit='soft')" if names else ""
         ten = [repr(t.name) for t in self.tendons if t.limited or t.has_friction]
         ten_rows = f"tendon limits or friction losses ({', '.join(ten)})" if ten else ""
-        parts = ("contacts" if self.pairs else "", limits, ten_rows)
+        dry = [repr(self.names[i]) for i in friction_joints(self)]
+        dry_rows = f"joint friction losses ({', '.join(dry)})" if dry else ""
+        eq = "tendon equalities" if self.equalities else ""
+        parts = ("contacts" if self.pairs else "", limits, ten_rows, dry_rows, eq)
         return " and ".join(x for x in parts if x)
 
     def constrained_velocity(
@@ -562,8 +582,9 @@ class MultiBody(AbstractModel):
 
     def _extra_rows(self, f: Frames) -> list[RowBlock]:
         """The scalar constraint rows besides contacts and joint limits, as
-        `RowBlock`s: the tendons' limits and friction losses."""
-        return tendon_rows(self, f)
+        `RowBlock`s: the joints' friction losses, the tendons' limits and friction
+        losses, and the tendon equalities."""
+        return joint_friction_rows(self, f) + tendon_rows(self, f) + equality_rows(self, f)
 
     # ------------------------------------------------------------------ contacts
 

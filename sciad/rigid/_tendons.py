@@ -527,7 +527,7 @@ def tendon_actuator_force(mb: Anything, f: Anything, u: Array, v: V) -> V:
     return j.T @ force
 
 
-def _impedances(mb: Anything, own: list[Impedance | None], dtype: Anything) -> Array:
+def stacked_impedances(mb: Anything, own: list[Impedance | None], dtype: Anything) -> Array:
     """The stacked impedances (K, 7): each row's own, or the model's default."""
     default = mb.contact.impedance
     return jnp.stack([(default if x is None else x).stacked() for x in own]).astype(dtype)
@@ -551,7 +551,7 @@ def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
         ts = [mb.tendons[i] for i in lim]
         rng = jnp.stack([t.range.astype(dtype) for t in ts])
         margin = jnp.stack([jnp.asarray(t.margin, dtype) for t in ts])
-        imp = _impedances(mb, [t.limit_impedance for t in ts], dtype)
+        imp = stacked_impedances(mb, [t.limit_impedance for t in ts], dtype)
         r = jnp.concatenate([length[lim] - rng[:, 0], rng[:, 1] - length[lim]]) - jnp.tile(
             margin, 2
         )
@@ -572,7 +572,7 @@ def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
     if fr.size:
         ts = [mb.tendons[i] for i in fr]
         loss = jnp.stack([jnp.asarray(t.frictionloss, dtype) for t in ts])
-        imp = _impedances(mb, [t.friction_impedance for t in ts], dtype)
+        imp = stacked_impedances(mb, [t.friction_impedance for t in ts], dtype)
         blocks.append(
             RowBlock(
                 jnp.zeros(fr.size, dtype),

@@ -1456,6 +1456,76 @@ CASES += [
 ]
 
 
+_TENDON_A = rigid.FixedTendon("ta", [("a", 1.0)])
+
+CASES += [
+    (
+        "joint negative frictionloss",
+        lambda: rigid.HingeJoint(axis=(0.0, 1.0, 0.0), frictionloss=-1.0),
+        ValueError,
+        r"HingeJoint\.frictionloss must be finite and >= 0; got -1\.0",
+    ),
+    (
+        "joint nan frictionloss",
+        lambda: rigid.SliderJoint(frictionloss=float("nan")),
+        ValueError,
+        r"SliderJoint\.frictionloss must be finite; got nan",
+    ),
+    (
+        "joint friction impedance type",
+        lambda: rigid.HingeJoint(frictionloss=1.0, friction_impedance=(0.02, 1.0)),
+        TypeError,
+        r"HingeJoint\.friction_impedance must be a sciad\.rigid\.Impedance or None",
+    ),
+    (
+        "tendon equality unknown tendon",
+        lambda: rigid.MultiBody(
+            [rigid.Body("a", joint=_HINGE_Y, **_LINK)],
+            tendons=[_TENDON_A],
+            equalities=[rigid.TendonEquality("ta", "tb")],
+        ),
+        ValueError,
+        r"TendonEquality: no tendon named 'tb'; tendons: \['ta'\]",
+    ),
+    (
+        "tendon equality polycoef shape",
+        lambda: rigid.TendonEquality("ta", polycoef=(0.0, 1.0, 0.0)),
+        ValueError,
+        r"TendonEquality polycoef must have shape \(5,\)",
+    ),
+    (
+        "tendon equality reference shape",
+        lambda: rigid.TendonEquality("ta", "tb", reference=(0.5,)),
+        ValueError,
+        r"TendonEquality reference must have shape \(2,\)",
+    ),
+    (
+        "tendon equality name type",
+        lambda: rigid.TendonEquality(3),
+        TypeError,
+        r"TendonEquality first must be a non-empty str \(a tendon name\); got 3",
+    ),
+    (
+        "tendon equality not an equality",
+        lambda: rigid.MultiBody(
+            [rigid.Body("a", joint=_HINGE_Y, **_LINK)], tendons=[_TENDON_A], equalities=["ta"]
+        ),
+        TypeError,
+        r"MultiBody equalities must be sciad\.rigid\.TendonEquality; item 0 is 'ta'",
+    ),
+    (
+        "mjcf weld equality",
+        lambda: rigid.load_mjcf(
+            '<mujoco><worldbody><body name="b"><freejoint/><geom size="0.1"/></body>'
+            '</worldbody><equality><weld name="w" body1="b"/></equality></mujoco>'
+        ),
+        ValueError,
+        r"MJCF equality 'w': equality constraints \(weld\) are not supported; only tendon "
+        "equalities are",
+    ),
+]
+
+
 @pytest.mark.parametrize("name", case_names(CASES))
 def test_bad_input(name, bad_input_runner):
     run_case(bad_input_runner, __name__, name)

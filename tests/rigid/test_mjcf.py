@@ -568,8 +568,11 @@ UNSUPPORTED = {
         r"MJCF joint 'spring': stiffness of a ball or free joint",
     ),
     "frictionloss": (
-        _world('<body name="b"><joint name="dry" frictionloss="1"/><geom size="0.1"/></body>'),
-        r"MJCF joint 'dry': frictionloss",
+        _world(
+            '<body name="b"><joint name="dry" type="ball" frictionloss="1"/>'
+            '<geom size="0.1"/></body>'
+        ),
+        r"MJCF joint 'dry': frictionloss on a ball or free joint is not supported",
     ),
     "mocap": (
         _world('<body name="target" mocap="true"/>' + _BODY),
@@ -682,7 +685,8 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
         '<geom name="g" size="0.1" solref="-1 -1"/></body>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
-        '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>',
+        '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'
+        '<equality><joint name="eq" joint1="j"/></equality>',
     )
     with pytest.raises(ValueError) as e:
         rigid.load_mjcf(xml)
@@ -691,7 +695,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     for part in (
         "MJCF tendon 't': tendon armature",
         "MJCF body 'b': gravity compensation",
-        "MJCF joint 'j': frictionloss",
+        "MJCF equality 'eq': equality constraints (joint) are not supported",
         "MJCF actuator 'm': forcerange",
         "MJCF geom 'g': solref (-1.0, -1.0) with direct stiffness",
     ):
