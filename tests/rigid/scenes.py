@@ -149,5 +149,9 @@ def flat(softness: float, time_constant: float = 0.02) -> rigid.Impedance:
     """An impedance with a constant d = 1/(1 + softness), so that a row's
     regularisation is R = (1 − d)/d · A = softness · A (the form the analytic tests
     use), and the given time constant."""
-    d = 1.0 / (1.0 + softness)
+    d = min(1.0 / (1.0 + softness), 0.9999)  # at most MuJoCo's maximum
     return rigid.Impedance(time_constant=time_constant, d0=d, dmax=d)
+
+
+# The softness of MuJoCo's hardest impedance, d = 0.9999 (mjMAXIMP).
+HARDEST = 1 / 0.9999 - 1

@@ -14,7 +14,7 @@ import sciad.rigid as rigid
 import sciad.rigid._narrowphase as rigid_narrowphase
 
 from ..helpers import central_fd
-from .scenes import flat
+from .scenes import flat, HARDEST
 
 G = 9.81
 HALF = jnp.array([0.1, 0.1, 0.1])
@@ -330,7 +330,9 @@ def test_a_tower_of_equal_cubes_matches_mujoco_and_rests():
     """Three equal cubes stacked face to face on a plane: every face of a pair
     coincides, so each corner is found twice by the clipping (a crossing at a
     corner); it is kept once, as in MuJoCo, whose 12 contacts (point, depth, normal)
-    these equal to 1e-12. The tower stands still for 1 s."""
+    these equal to 1e-12. The tower stands for 1 s as MuJoCo's does (to 1e-9:
+    the same constraints, pyramidal cones and impedance), sunk into the soft contacts
+    by under 1 mm and at rest."""
     mujoco = pytest.importorskip("mujoco")
     xml = """<mujoco><worldbody><geom type="plane" size="1 1 0.1"/>
     <body name="a" pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
@@ -345,8 +347,16 @@ def test_a_tower_of_equal_cubes_matches_mujoco_and_rests():
     assert assert_contacts_equal_mujoco(model.contacts(jnp.asarray(d.qpos)), d).sum() == 12
     q0, v0 = model.default_state()
     q = np.asarray(run(model, (q0, v0), 1e-3, 1000, every=250).ys[0])
-    np.testing.assert_allclose(q, np.tile(np.asarray(q0), (4, 1)), atol=1e-4)
-    np.testing.assert_allclose(q[1:], np.tile(q[-1], (3, 1)), atol=1e-9)
+    m.opt.tolerance = 1e-15  # MuJoCo's solve converged as far as sciad's
+    d = mujoco.MjData(m)
+    ref = []
+    for k in range(1000):
+        mujoco.mj_step(m, d)
+        if k % 250 == 249:
+            ref.append(d.qpos.copy())
+    np.testing.assert_allclose(q, np.array(ref), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(q, np.tile(np.asarray(q0), (4, 1)), atol=1e-3)
+    np.testing.assert_allclose(q[2:], np.tile(q[-1], (2, 1)), atol=1e-7)
 
 
 def test_a_cube_turned_45_degrees_rests_on_a_cube():
@@ -490,7 +500,8 @@ def test_sphere_cylinder_against_mujoco():
 def test_capsule_rests_on_a_box(across):
     """A capsule lying on a box's top face rests on two points: its ends, or, lying
     across a narrower box, where it crosses the box's edges (the deepest point alone
-    would balance it on one). It neither rotates nor moves over 0.5 s, and (across
+    would balance it on one). It neither rotates nor slides over 0.5 s, sinks into
+    MuJoCo's soft contact by under 0.5 mm and is at rest from 0.2 s, and (across
     the box) the gradient of its pose after being set rocking matches central
     differences."""
     half = jnp.array([0.3, 0.06 if across else 0.3, 0.1])
@@ -508,7 +519,9 @@ def test_capsule_rests_on_a_box(across):
     mb = rigid.MultiBody([body], geoms=[base, geom])
     q0, v0 = mb.default_state()
     q = np.asarray(run(mb, (q0, v0), 1e-3, 500, every=100).ys[0])
-    np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=1.1e-4)
+    np.testing.assert_allclose(q[:, :2], np.tile(np.asarray(q0[:2]), (5, 1)), atol=1e-9)
+    assert np.all(np.abs(q[:, 2] - float(q0[2])) < 5e-4)
+    np.testing.assert_allclose(q[2:], np.tile(q[-1], (3, 1)), atol=1e-9)
     np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-9)
     if not across:
         return  # one gradient check (a compile of grad ∘ simulate) is enough
@@ -590,8 +603,10 @@ def parallel_capsules(shift=0.05, turn=0.0):
 
 def test_capsule_rests_on_a_parallel_capsule():
     """A capsule lying on a parallel one rests on the ends of their overlap: after
-    0.2 s its pose is constant to 1e-12, tilted by 5e-7 rad (the two supports sit
-    0.2 and 0.15 m from its centre, so the soft contacts press in unequally). The
+    0.2 s it neither rocks nor turns (tilted by 1.8e-5 rad from the start: the two
+    supports sit 0.2 and 0.15 m from its centre, so the soft contacts press in
+    unequally) and its position changes by under 1e-6 m (MuJoCo's soft friction
+    creeps under the tilt's tangential load: 1.9e-7 m over 0.6 s). The
     closest point alone, unique nowhere on the line of contact, balanced it on one
     end of the overlap: it still rocked by 4e-5 rad after 1 s, 0.18 mm deep."""
     bodies, geoms = parallel_capsules()
@@ -602,9 +617,9 @@ def test_capsule_rests_on_a_parallel_capsule():
     mb = rigid.MultiBody(bodies, geoms=geoms)
     q0, v0 = mb.default_state()
     q = np.asarray(run(mb, (q0, v0), 1e-3, 1000, every=200).ys[0])
-    np.testing.assert_allclose(q[1:], np.tile(q[-1], (4, 1)), atol=1e-12)
-    np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=1.1e-4)
-    np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-6)
+    np.testing.assert_allclose(q[1:], np.tile(q[-1], (4, 1)), atol=1e-6)
+    np.testing.assert_allclose(q[:, :3], np.tile(np.asarray(q0[:3]), (5, 1)), atol=5e-4)
+    np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-4)
 
 
 def test_capsule_pair_hands_over_to_its_end_points_smoothly():
@@ -707,44 +722,29 @@ def test_unsupported_integrators_raise():
 # ------------------------------------------------------------------ mechanics
 
 
-def discrete_slide(v0, mu, dt, n):
-    """Semi-implicit Euler of a block sliding with deceleration μg: v_{k+1} =
-    max(v_k − μ g dt, 0), x_{k+1} = x_k + dt v_{k+1}."""
-    v, x, xs, vs = v0, 0.0, [], []
-    for _ in range(n):
-        v = max(v - mu * G * dt, 0.0)
-        x += dt * v
-        xs.append(x)
-        vs.append(v)
-    return np.array(xs), np.array(vs)
-
-
 def test_sliding_box_decelerates_at_mu_g_and_stops(sliding_box):
+    """A box sliding at 1 m/s on a plane (a flat impedance d = 1/1.01, τ = 0.02 s):
+    it slides for 0.2 s (hopping on its corners by up to 0.3 mm, as MuJoCo's soft
+    contact does: `test_sliding_box_against_mujoco`), decelerating on average at μg
+    less the hops' share, and comes to rest without tumbling, at
+    the depth where the reference's stiffness carries its weight: k d r = g/A per
+    corner with A = 4/m, r = g (1 − d) τ² (the corners' R = (1 − d)/d · A)."""
     q0, v0 = sliding_box.default_state()
-    traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 400)
-    x, vx = np.asarray(traj.ys[0][:, 0]), np.asarray(traj.ys[1][:, 0])
-    vz = np.asarray(traj.ys[1][:, 2])
-    # Coulomb's law, step by step while sliding: the friction impulse is μ times the
-    # normal impulse m (Δv_z + g dt) (which settles to m g dt with the soft contact's
-    # time constant), so Δv_x = −μ (g dt + Δv_z) exactly.
-    np.testing.assert_allclose(
-        np.diff(vx[2:200]), -0.5 * (G * 1e-3 + np.diff(vz[2:200])), rtol=1e-9
-    )
-    np.testing.assert_allclose(np.diff(vx[150:200]), -0.5 * G * 1e-3, rtol=1e-5)
-    # It stops at t = v₀/(μg) (to a step) and where the discrete law puts it.
-    assert abs(np.argmax(vx <= 1e-3) * 1e-3 - 1.0 / (0.5 * G)) <= 2e-3
-    xs, _ = discrete_slide(1.0, 0.5, 1e-3, 400)
-    np.testing.assert_allclose(x[-1], xs[-1], rtol=1e-3)
-    assert np.max(np.abs(vx[220:])) < 1e-4  # at rest (soft stiction: slow creep)
+    traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 1000)
+    vx, vz = np.asarray(traj.ys[1][:, 0]), np.asarray(traj.ys[1][:, 2])
+    sliding = vx > 1e-2
+    assert 150 < sliding.sum() < 300 and not sliding[300:].any()
+    # the momentum balance over the slide: Δv_x = −μ (g t + Δv_z) if every contact slid
+    # all the time; MuJoCo's soft cone sticks a corner now and then, so within 5%
+    k = int(np.argmax(~sliding))
+    np.testing.assert_allclose(vx[k] - vx[0], -0.5 * (G * 1e-3 * k + vz[k] - vz[0]), rtol=5e-2)
+    assert np.max(np.abs(vx[-100:])) < 1e-4  # at rest (soft stiction: slow creep)
     z = np.asarray(traj.ys[0][:, 2])
-    # No hopping while sliding (no gliding). Sliding, it sits lower by τ μ² g dt (the
-    # normal reference is corrected with the slip before the step, which exceeds the
-    # slip after it by μ g dt) plus the resting depth (1.96e-6, see the resting test).
-    assert np.all(np.abs(z - 0.1) < 6e-5)
-    np.testing.assert_allclose(0.1 - z[150:190], 0.02 * 0.25 * G * 1e-3 + 1.96e-6, rtol=2e-2)
-    np.testing.assert_allclose(z[-1], 0.1 - 1.96e-6, atol=1e-8)
+    assert np.all(np.abs(z - 0.1) < 5e-4)
+    d = 1 / 1.01
+    np.testing.assert_allclose(z[-1], 0.1 - G * (1 - d) * 0.02**2, rtol=0, atol=1e-10)
     quat = np.asarray(traj.ys[0][:, 3:])
-    np.testing.assert_allclose(np.abs(quat[:, 0]), 1.0, atol=1e-8)  # no tumbling
+    np.testing.assert_allclose(np.abs(quat[:, 0]), 1.0, atol=1e-5)  # no tumbling
 
 
 def test_box_on_an_incline_accelerates_at_g_sin_minus_mu_cos():
@@ -763,10 +763,9 @@ def test_box_on_an_incline_accelerates_at_g_sin_minus_mu_cos():
     np.testing.assert_allclose(
         dv_down, G * np.sin(theta) * dt - mu * (G * np.cos(theta) * dt + dv_n), rtol=1e-8
     )
-    # and on average (the box rocks a little on its corners as it lands) it
-    # accelerates at g (sinθ − μ cosθ)
-    a = (v[-1] - v[100]) @ down / (dt * (len(v) - 101))
-    np.testing.assert_allclose(a, G * (np.sin(theta) - mu * np.cos(theta)), rtol=1e-2)
+    # (airborne steps, the box hopping on its corners in MuJoCo's soft contact, satisfy
+    # it with Δv_n = −g cosθ dt), and it slides: 1 m/s gained over the last 0.5 s
+    assert (v[-1] - v[100]) @ down > 1.0
 
 
 def test_box_rests_on_a_plane_within_a_millimetre_for_10_seconds(sliding_box):
@@ -788,8 +787,13 @@ def test_stacked_boxes_rest():
     q0, v0 = mb.default_state()
     traj = run(mb, (q0, v0), 1e-3, 2000, every=500)
     q = np.asarray(traj.ys[0])
-    idx = [0, 1, 2, 7, 8, 9]
-    np.testing.assert_allclose(q[:, idx], np.tile(np.asarray(q0)[idx], (4, 1)), atol=1e-5)
+    # both sink into MuJoCo's soft contacts (under 1 mm), and they rest; the turned top
+    # box creeps on the soft friction (measured 2e-5 m over 2 s) but does not slide
+    np.testing.assert_allclose(
+        q[:, [0, 1, 7, 8]], np.tile(np.asarray(q0)[[0, 1, 7, 8]], (4, 1)), atol=1e-4
+    )
+    assert np.all(np.abs(q[:, [2, 9]] - np.asarray(q0)[[2, 9]]) < 1e-3)
+    np.testing.assert_allclose(q[2:], np.tile(q[-1], (2, 1)), atol=1e-7)
 
 
 def bounce(restitution, softness, dt):
@@ -805,7 +809,7 @@ def bounce(restitution, softness, dt):
 
 @pytest.mark.parametrize("e", [0.5, 0.8])
 def test_bounce_height_follows_restitution(e):
-    traj = bounce(e, 1e-4, 1e-4)
+    traj = bounce(e, HARDEST, 1e-4)
     z = np.asarray(traj.ys[0][:, 2])
     first = np.argmax(z < 0.1)
     apex = z[first:].max() - 0.1
@@ -837,7 +841,7 @@ def stop_x(model, vx, n=320, dt=1e-3, adjoint=sciad.CheckpointAdjoint()):
 def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
     """d(final x)/d(initial vx, μ) through converged contact solves: reverse mode
     (checkpointed and direct) equals forward mode and central differences; the
-    discrete law gives dt × (sliding steps)."""
+    continuous law gives v/(μg) and −x/μ, approximately."""
     f = jax.jit(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx))
 
     def rev(adjoint):
@@ -850,9 +854,10 @@ def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
     np.testing.assert_allclose(float(g[0]), float(fwd), rtol=1e-12)
     fd = central_fd(lambda p: f(p[0], p[1]), np.array([1.0, 0.5]), eps=1e-6)
     np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6)
-    # stop distance ≈ v²/(2μg): d/dv = v/(μg), d/dμ = −x/μ, up to the discretisation
-    np.testing.assert_allclose(float(g[0]), 1.0 / (0.5 * G), rtol=1e-2)
-    np.testing.assert_allclose(float(g[1]), -float(f(1.0, 0.5)) / 0.5, rtol=1e-2)
+    # stop distance ≈ v²/(2μg): d/dv ≈ v/(μg) = 0.204 (0.193: the soft contact's hops
+    # and creep), d/dμ ≈ −x/μ
+    np.testing.assert_allclose(float(g[0]), 1.0 / (0.5 * G), rtol=0.1)
+    np.testing.assert_allclose(float(g[1]), -float(f(1.0, 0.5)) / 0.5, rtol=0.1)
 
 
 @pytest.mark.slow
@@ -890,7 +895,7 @@ def test_second_order_through_contacts():
         mb = rigid.MultiBody(
             [body],
             geoms=[rigid.Geom(rigid.Plane()), geom],
-            contact=rigid.ContactModel(impedance=flat(1e-4)),
+            contact=rigid.ContactModel(impedance=flat(HARDEST)),
         )
         q0, v0 = mb.default_state()
         q, v = sciad.simulate(mb, (q0.at[2].set(0.1 + p[1]), v0), dt=2e-3, n_steps=224).y1
@@ -1019,7 +1024,7 @@ def test_stiff_solves_that_converge_are_not_reported_as_failed():
     contacts are frictionless with no tangential motion (y_t = 0 exactly), where
     K = {n ≥ 0, t = 0} must not take in y_n < 0: a frictionless contact that separates
     faster than its reference once pulled the bodies back together."""
-    from sciad.rigid._constraint_solver import solve_contacts
+    from sciad.rigid._constraint_solver import ScalarRows, solve_contacts
 
     rng = np.random.default_rng(0)
     nv, nc, b = 8, 6, 500
@@ -1040,7 +1045,13 @@ def test_stiff_solves_that_converge_are_not_reported_as_failed():
     lim_ref = 0.5 * rng.normal(size=(b, 2))
     lim_inv_r = np.where(rng.random((b, 2)) < 0.7, 1 / (1e-5 * minv[:, [0, 5], [0, 5]]), 0.0)
     model = rigid.ContactModel(max_iterations=200)
-    solve = jax.jit(jax.vmap(lambda *p: solve_contacts(*p[:2], p[1], *p[2:6], model, p[6:])))
+
+    def one(mass, v_free, jac, u_ref, inv_r, mu, lim_jac, lim_ref, lim_inv_r):
+        zero = jnp.zeros_like(lim_ref)  # limits: force in [0, inf)
+        rows = ScalarRows(lim_jac, lim_ref, lim_inv_r, zero, zero + jnp.inf)
+        return solve_contacts(mass, v_free, v_free, jac, u_ref, inv_r, mu, model, rows)
+
+    solve = jax.jit(jax.vmap(one))
     v, ok = map(np.asarray, solve(mass, v_free, jac, u_ref, inv_r, mu, lim_jac, lim_ref, lim_inv_r))
     assert ok.all()
     separating = 0
@@ -1064,26 +1075,29 @@ def test_stiff_solves_that_converge_are_not_reported_as_failed():
 # ------------------------------------------------------------------ MuJoCo C
 
 
-def test_sliding_box_against_mujoco(sliding_box):
-    """The same box sliding on a plane in MuJoCo C (elliptic cones): positions agree to
-    0.6 mm over 0.3 s. MuJoCo's contact is softer (its decelation is not exactly μg,
-    and the box sinks 0.1 mm), so the tolerance is the models' difference, not
-    round-off."""
+def test_sliding_box_against_mujoco():
+    """A box sliding on a plane in MuJoCo C (elliptic cones), converted with
+    `from_mujoco`: positions agree with `mj_step` to 1e-9 over 0.3 s, hops on its
+    corners included (MuJoCo's impedance, reference and `invweight0`)."""
     mujoco = pytest.importorskip("mujoco")
     xml = """<mujoco><option timestep="0.001" cone="elliptic"/><worldbody>
     <geom type="plane" size="5 5 .1" friction="0.5 0 0"/>
     <body pos="0 0 0.1"><freejoint/><geom type="box" size=".1 .1 .1" density="1000" friction="0 0 0"/></body>
     </worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.tolerance = 1e-15  # MuJoCo's solve converged as far as sciad's
     d = mujoco.MjData(m)
     d.qvel[0] = 1.0
     ref = []
     for _ in range(300):
         mujoco.mj_step(m, d)
         ref.append(d.qpos[:3].copy())
-    q0, v0 = sliding_box.default_state()
-    traj = run(sliding_box, (q0, v0.at[0].set(1.0)), 1e-3, 300)
-    np.testing.assert_allclose(np.asarray(traj.ys[0][:, :3]), np.array(ref), atol=6e-4)
+    mj = rigid.from_mujoco(m)
+    q0, v0 = mj.y0
+    traj = run(mj.model, (q0, v0.at[0].set(1.0)), 1e-3, 300)
+    ref = np.array(ref)
+    assert np.ptp(ref[:, 2]) > 1e-4  # it hops
+    np.testing.assert_allclose(np.asarray(traj.ys[0][:, :3]), ref, rtol=0, atol=1e-9)
 
 
 def test_pair_friction_follows_condim_as_mujoco():

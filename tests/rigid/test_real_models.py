@@ -24,7 +24,7 @@ from .real_models import corpus, quiet_mujoco
 mujoco = pytest.importorskip("mujoco")
 
 # The number of corpus models load_mjcf loads now; raise it as features land.
-LOADS_AT_LEAST = 27
+LOADS_AT_LEAST = 30
 N_STEPS = 1000
 # The start: qpos0 moved along a random tangent of this size (rad or m), and a random
 # velocity of this size; and MuJoCo's own start change that measures the chaos floor.
@@ -311,7 +311,9 @@ def test_gradients_through_200_steps_agree(name):
         traj = sciad.simulate(model, mj.y0, dt=mj.dt, n_steps=200, integrator=mj.integrator)
         return model.forward_kinematics(traj.y1[0])[0][root, 2]
 
-    s0, h = 1.0, 1e-5
+    # h = 1e-5 straddles a contact's activation within the 200 steps of the humanoid
+    # (central difference −2.31 against −2.6088 at h = 1e-6 and 1e-7, and from AD)
+    s0, h = 1.0, 1e-6
     reverse = float(jax.jit(jax.grad(height))(s0))
     forward = float(jax.jit(lambda s: jax.jvp(height, (s,), (jnp.ones_like(s),))[1])(s0))
     value = jax.jit(height)
