@@ -66,8 +66,11 @@ class Impedance(eqx.Module):
         check_positive(self.time_constant, "Impedance.time_constant")
         check_positive(self.damping_ratio, "Impedance.damping_ratio")
         for name in ("d0", "dmax", "midpoint"):
-            check_scalar(getattr(self, name), f"Impedance.{name}")
-            check_in_range(getattr(self, name), f"Impedance.{name}", _MIN_IMP, _MAX_IMP)
+            x = getattr(self, name)
+            check_scalar(x, f"Impedance.{name}")
+            # the bounds as the field's dtype rounds them (float32 rounds 1e-4 down)
+            lo, hi = (float(jnp.asarray(b, jnp.result_type(x))) for b in (_MIN_IMP, _MAX_IMP))
+            check_in_range(x, f"Impedance.{name}", lo, hi)
         check_positive(self.width, "Impedance.width", zero_ok=True)
         check_scalar(self.power, "Impedance.power")
         check_in_range(self.power, "Impedance.power", 1.0, float("inf"))

@@ -551,8 +551,9 @@ class MultiBody(AbstractModel):
         """
         if not self.constrained:
             raise ValueError(
-                "constrained_velocity needs contacts or hard limits; this MultiBody has "
-                "neither (use accelerations)."
+                "constrained_velocity needs constraints (contacts, hard limits, friction "
+                "losses, tendon limits or equalities); this MultiBody has none (use "
+                "accelerations)."
             )
         return _step.constrained_velocity(self, t, dt, q, v, implicit_damping)
 
