@@ -92,7 +92,10 @@ class Contacts(NamedTuple):
     `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
     point carries (1, except where a capsule–capsule pair hands over between its
     closest point and its end points as the axes turn parallel), the pair's
-    `impedance` (C, 7) (its `Impedance` stacked, see `Geom`), and the static arrays
+    `impedance` (C, 7) (its `Impedance` stacked, see `Geom`), `tangent` (C, 3) the
+    first tangent of the contact frame where the pair sets one (MuJoCo's: a
+    capsule's axis on a plane; zero elsewhere, see `contact_frames`), and the static
+    arrays
     `frictional` (C,) (the pair has sliding friction: condim 3) and body indices
     `body_a`, `body_b` (C,) (−1: the world).
 
@@ -106,6 +109,7 @@ class Contacts(NamedTuple):
     restitution: Float[Array, " C"]
     weight: Float[Array, " C"]
     impedance: Float[Array, "C 7"]
+    tangent: Float[Array, "C 3"]
     frictional: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
@@ -169,6 +173,9 @@ def find_contacts(
             )
         )
         frictional = _pair_frictional(geoms, ia, ib)
+        # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
+        axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
+        tangent = jnp.zeros((len(ia), 3), dtype) if axis is None else axis
         parts.append(
             (
                 (pts.dist - margin[:, None]).reshape(-1),
@@ -178,18 +185,19 @@ def find_contacts(
                 jnp.repeat(jnp.maximum(ea, eb), k),
                 weight.reshape(-1),
                 jnp.repeat(imp, k, axis=0),
+                jnp.repeat(tangent, k, axis=0),
                 np.repeat(frictional, k),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
             )
         )
     cols = list(zip(*parts, strict=True))
-    dist, normal, point, mu, e, weight, imp = (jnp.concatenate(x) for x in cols[:7])
-    frictional, ba, bb = (np.concatenate(x) for x in cols[7:])
+    dist, normal, point, mu, e, weight, imp, tangent = (jnp.concatenate(x) for x in cols[:8])
+    frictional, ba, bb = (np.concatenate(x) for x in cols[8:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, weight, imp, frictional, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, imp, tangent, frictional, ba, bb)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
@@ -294,16 +302,27 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
         )
 
 
-def contact_frames(normal: Float[Array, "C 3"]) -> Float[Array, "C 3 3"]:
-    """Orthonormal frames (rows: normal, tangent, tangent), branch-free (Duff et al.,
-    J. Comput. Graph. Tech. 6, 2017)."""
-    x, y, z = normal[:, 0], normal[:, 1], normal[:, 2]
-    s = jnp.where(z >= 0, 1.0, -1.0)
-    a = -1.0 / (s + z)
-    b = x * y * a
-    t1 = jnp.stack([1.0 + s * x * x * a, s * b, -s * x], axis=-1)
-    t2 = jnp.stack([b, s + y * y * a, -y], axis=-1)
-    return jnp.stack([normal, t1, t2], axis=1)
+def contact_frames(
+    normal: Float[Array, "C 3"], tangent: Float[Array, "C 3"]
+) -> Float[Array, "C 3 3"]:
+    """Orthonormal frames (rows: normal n, tangent t₁, tangent t₂ = n × t₁), as
+    MuJoCo's `mju_makeFrame` builds them: t₁ is the pair's `tangent` where it sets one
+    (|tangent|² ≥ 1/4), else the y axis (the z axis when |n_y| ≥ 1/2), made orthogonal
+    to n and normalised (the x axis where that leaves nothing). An elliptic cone with
+    equal friction in both tangents does not depend on the tangents; a pyramidal cone
+    does (its edges are n ± μ t₁, n ± μ t₂)."""
+    dtype = normal.dtype
+    given = jnp.sum(tangent * tangent, axis=-1, keepdims=True) >= 0.25
+    y_axis = jnp.abs(normal[:, 1:2]) < 0.5
+    default = jnp.where(
+        y_axis, jnp.asarray([0.0, 1.0, 0.0], dtype), jnp.asarray([0.0, 0.0, 1.0], dtype)
+    )
+    t = jnp.where(given, tangent, default)
+    t = t - jnp.sum(normal * t, axis=-1, keepdims=True) * normal
+    norm = jnp.linalg.norm(t, axis=-1, keepdims=True)
+    ok = norm > 1e-15
+    t1 = jnp.where(ok, t / jnp.where(ok, norm, 1.0), jnp.asarray([1.0, 0.0, 0.0], dtype))
+    return jnp.stack([normal, t1, cross(normal, t1)], axis=1)
 
 
 def contact_jacobian(

@@ -612,7 +612,7 @@ class MultiBody(AbstractModel):
     def _contact_jacobian(self, f: Frames, c: Contacts) -> tuple[Array, Array]:
         """The contact frames (C, 3, 3) and the Jacobian J (C, 3, nv)."""
         topo = self.topology
-        frames = contact_frames(c.normal)
+        frames = contact_frames(c.normal, c.tangent)
         jb = body_jacobians(topo.anc, topo.dof_body, f.subspace)
         return frames, contact_jacobian(jb, c, frames)
 
