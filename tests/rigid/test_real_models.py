@@ -72,20 +72,9 @@ NAMES += [
         "walker",
     )
 ]
-# Comparisons that fail, with the measured figure (MuJoCo's own divergence from a
-# 1e-12 change of the start is 3e-12 m at the same time: not chaos).
-XFAIL = {
-    "gymnasium/ant": (
-        "agrees to 3.3e-16 until the first contact (step 27); with its feet on the floor "
-        "(RK4, pyramidal cones, geom margins 0.01) the centre of mass is over 5 mm off "
-        "MuJoCo's 1 s later: one-step accelerations differ once contacts act, cause not "
-        "found"
-    ),
-    "gymnasium/humanoidstandup": (
-        "lying on the floor from step 1 (many body-floor contacts): |Δcom| 9.2 mm, "
-        "|Δheight| 1.8 mm 1 s later (the standing humanoid agrees to 0.7 mm)"
-    ),
-}
+# Comparisons that fail for a diagnosed sciad deficiency, with the measured figure:
+# none since the contacts took MuJoCo's impedance and contact frames (2026-11-24).
+XFAIL: dict[str, str] = {}
 # The pushers' general convex contacts (cylinders) cost 6-7 minutes per 1,000 steps on
 # 2 cores: CI runs them over 150 steps (the first contact is at step 1, so the check 1 s
 # after it is made), `SCIAD_FULL_CORPUS=1` over 1,000 (measured: 4.2e-17 and 8.3e-17
@@ -210,7 +199,7 @@ NOT_RUN = {
         "agrees to 5.6e-16 until the first contact (step 63); with the velocity-level "
         "contacts of 2026-11-23 it was 7.8 mm off 1 s later, and the run takes about 8 "
         "minutes on 2 cores, so CI does not run it (not yet measured with MuJoCo's "
-        "impedance, which brought the other humanoids within 1.7 mm)"
+        "impedance and contact frames, which brought the other humanoids within 2e-7 m)"
     ),
 }
 
