@@ -97,6 +97,11 @@ def constrained_velocity(
         # MuJoCo's Euler: the constraint forces from the solve with M, then the damping
         # implicitly, v⁺ = v + (M + h D)⁻¹ h (f + f_c) with h f_c = M (v⁺ − v_free),
         # that is v + (M + h D)⁻¹ M (v⁺ − v).
-        m_damped = m + jnp.diag(dt * terms.damping)
-        v_plus = v + jnp.linalg.solve(m_damped, m @ (v_plus - v))
+        # The barrier keeps the factorisation after the Newton loop: two batched LAPACK
+        # calls in flight at once can deadlock jaxlib's CPU thread pool (design.md).
+        m_damped, rhs = jax.lax.optimization_barrier(
+            (m + jnp.diag(dt * terms.damping), m @ (v_plus - v))
+        )
+        factor = jax.scipy.linalg.cho_factor(m_damped)
+        v_plus = v + jax.scipy.linalg.cho_solve(factor, rhs)
     return v_plus, ok
