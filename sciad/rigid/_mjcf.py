@@ -266,14 +266,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       [`MJCFModel`][sciad.rigid.MJCFModel]). `range` with `limited` becomes the joint's
       limit (`range`, or `max_angle = range[1]` for a ball joint), a hard limit as in
       MuJoCo: a constraint solved with the contacts, never a spring. Each limit takes
-      its own time constant and softness from its `solref` and `solimp`
-      (`limit_time_constant`, `limit_softness`): τ after MuJoCo's `refsafe` clamp
-      τ ≥ 2·timestep, stretched to the decay time of MuJoCo's slowest mode for a
-      damping ratio ζ > 1, and ε = (1 − d)/d with d = solimp[1] (MuJoCo's impedance
-      at full violation; its rise from solimp[0] over `width` is not modelled). MuJoCo's
-      constraints act on accelerations, sciad's on velocities: a limit stops a joint
-      within a step rather than over about τ, so trajectories agree closely until a
-      limit is hit and come to rest near the same place (measured in docs/rigid.md).
+      its own [`Impedance`][sciad.rigid.Impedance] from its `solreflimit` and
+      `solimplimit` (`limit_impedance`), one to one, so a limit is as soft as MuJoCo's
+      and trajectories through it agree to round-off (measured in docs/rigid.md).
       A limit `margin` engages the limit that far inside the range, as in MuJoCo
       (the range is narrowed by it). A negative (direct stiffness and damping) limit
       `solref` is refused.
@@ -317,9 +312,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       integrators also treat their velocity derivatives implicitly).
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
       `friction` and `condim` (3, or 1: frictionless; a pair takes the larger, as in
-      MuJoCo), each with its own time constant and
-      softness from its `solref` and `solimp` (as for the limits; a pair mixes its
-      two geoms' as MuJoCo does with equal `solmix`) and its `margin` (a pair acts
+      MuJoCo), each with its own `Impedance` from its `solref` and `solimp` (as for
+      the limits; a pair mixes its two geoms' as MuJoCo does with equal `solmix`) and its `margin` (a pair acts
       below the sum of its margins apart, as in MuJoCo 4, so a resting body hovers
       there; for the pairs whose separated distance is exact). A `gap` is refused.
     - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,

@@ -83,8 +83,7 @@ def impedance_of(label: Labels, where: str, solref: Any, solimp: Any) -> Impedan
 
 def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     """MuJoCo joint `j`. A limit is a hard limit (a constraint of the contact solve)
-    with its own time constant and softness from its `solref` and `solimp`
-    (`solver_parameters`), a hinge's or slider's `frictionloss` a friction row with
+    with its own `Impedance` from its `solreflimit` and `solimplimit`, a hinge's or slider's `frictionloss` a friction row with
     its `solreffriction` and `solimpfriction`. Unsupported features are reported to
     `label.block`; the joint is then built without them."""
     b = int(m.jnt_bodyid[j])

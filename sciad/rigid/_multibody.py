@@ -535,12 +535,13 @@ class MultiBody(AbstractModel):
         ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] calls it, then moves q
         with the new velocity).
 
-        One Cholesky factorisation of M (+ dt·D with `implicit_damping`, D the joint
-        damping) gives the free velocity v_free = v + dt M⁻¹(τ − b) and M⁻¹Jᵀ for every
-        constraint row; the rows' references and regularisations (each contact's and
-        limit's own time constant, at least 2·dt, and softness) then define the convex
+        One Cholesky factorisation of M gives the free velocity v_free = v + dt M⁻¹(τ − b)
+        and M⁻¹Jᵀ for every constraint row; the rows' references and regularisations
+        (each row's MuJoCo `Impedance`, its time constant at least 2·dt) then define the convex
         problem of [`ContactModel`][sciad.rigid.ContactModel], solved by Newton's
-        method from a warm start at v and differentiated implicitly.
+        method from a warm start at v and differentiated implicitly. With
+        `implicit_damping` (MuJoCo's Euler) the joint damping D is then applied
+        implicitly: v + (M + dt·D)⁻¹ M (v⁺ − v).
 
         **Arguments:** `t` (time), `dt` (> 0), `q` shape `(nq,)`, `v` shape `(nv,)`;
         `implicit_damping` (bool, default True).
