@@ -188,9 +188,11 @@ def _lennard_jones_liquid():
 def _box_thrown_onto_the_ground():
     """The rigid-body part: a box thrown onto the ground lands, slides and stops.
 
-    Prints the landing against ballistic flight, the sliding deceleration against μg,
-    the stopping distance against v²/(2μg) and its semi-implicit-Euler discretisation,
-    and d(stop x)/d(vx) through every contact solve by reverse and by forward mode.
+    Prints the landing against ballistic flight, the mean sliding deceleration against
+    μg and the slide against v²/(2μg) (MuJoCo's soft contact, sciad's default, lets the
+    box hop on its corners, so friction acts only part of the time: the deceleration is
+    a little below μg and the slide a little longer), and d(stop x)/d(vx) through every
+    contact solve by reverse and by forward mode.
     Returns the times, x and vₓ of the run (for the plot).
     """
     import jax
@@ -243,8 +245,6 @@ def _box_thrown_onto_the_ground():
     ref = land + int(np.argmax(vx[land:] <= 2.0))  # the landing transient has decayed by here
     last = ref + int(np.argmax(vx[ref:] < a * dt))  # the next step brings it to rest
     decel = -np.diff(vx[ref : last + 1]) / dt
-    n = int(np.floor(vx[ref] / (a * dt)))
-    discrete = dt * (n * vx[ref] - a * dt * n * (n + 1) / 2)  # x_{k+1} = x_k + h v_{k+1}
     slid = x[last + 1] - x[ref]
     s = float(vx0) - mu * np.sqrt(2 * g * (z0 - half))  # slide speed after an ideal impact
     print(
@@ -253,13 +253,12 @@ def _box_thrown_onto_the_ground():
         f"stops at x = {x[-1]:.4f} m (t = {t[last + 1]:.3f} s)"
     )
     print(
-        f"sliding deceleration {np.mean(decel):.6f} m/s² = μg "
-        f"(max |a/μg − 1| = {np.max(np.abs(decel / a - 1)):.1e} from {vx[ref]:.2f} m/s to rest)"
+        f"mean sliding deceleration {np.mean(decel):.6f} m/s² against μg = {a:.6f} m/s² "
+        f"(from {vx[ref]:.2f} m/s to rest; the box hops on its corners in the soft contact)"
     )
     print(
-        f"from {vx[ref]:.4f} m/s it slides {slid:.6f} m: v²/(2μg) = {vx[ref] ** 2 / (2 * a):.6f} m, "
-        f"discretised (semi-implicit Euler, h = {dt * 1e3:.0f} ms) {discrete:.6f} m "
-        f"(relative difference {abs(slid / discrete - 1):.1e})"
+        f"from {vx[ref]:.4f} m/s it slides {slid:.6f} m: v²/(2μg) = {vx[ref] ** 2 / (2 * a):.6f} m "
+        "for unbroken contact"
     )
     print(
         f"d(stop x)/d(vx) through {n_steps} contact solves: reverse mode {dx_reverse:.12f}, "
