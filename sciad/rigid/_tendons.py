@@ -72,6 +72,13 @@ class AbstractTendon(eqx.Module):
     Which rows a tendon adds is static: two limit rows when `limited` (it has a
     `range`), one friction row when `has_friction` (its `frictionloss` was nonzero, or
     traced, when it was built; set it nonzero to differentiate with respect to it).
+
+    **Example:**
+
+    ```python
+    tendon = sciad.rigid.FixedTendon("t", [("link1", 1.0), ("link2", -1.0)])
+    assert isinstance(tendon, sciad.rigid.AbstractTendon)
+    ```
     """
 
     name: eqx.AbstractVar[str]
