@@ -742,6 +742,18 @@ VALIDATION_CASES = [
         r"solref \(-100.0, -10.0\) with direct stiffness and damping",
     ),
     (
+        "rigid inverse weights two-dimensional",
+        lambda: rigid.InverseWeights(jnp.ones(2), jnp.ones(2), jnp.ones((2, 2))),
+        ValueError,
+        r"InverseWeights.dof must be one-dimensional; got shape \(2, 2\)",
+    ),
+    (
+        "rigid inverse weights negative",
+        lambda: rigid.InverseWeights(-jnp.ones(2), jnp.ones(2), jnp.ones(2)),
+        ValueError,
+        r"InverseWeights.body_translation must be finite and >= 0; got -1.0",
+    ),
+    (
         "rigid contact impedance type",
         lambda: rigid.ContactModel(impedance=0.02),
         TypeError,
