@@ -1,6 +1,7 @@
 """Fixed-step integrators, written as coefficient data read by generic steppers."""
 
 import abc
+import dataclasses
 from typing import ClassVar
 
 import equinox as eqx
@@ -169,6 +170,28 @@ class AbstractIntegrator(eqx.Module):
         non-finite check) and raises it with `throw=True`.
         """
         return RESULTS.successful
+
+    def conserves_momentum(self) -> bool:
+        """Whether a step conserves the total momentum Σp of a model whose forces sum
+        to zero (a translation-invariant potential). It fixes the degrees of freedom a
+        kinetic temperature counts (`sciad.md.MDSystem.temperature`).
+
+        Default: `True` if every integrator this one is composed of (its fields) says
+        so: every Runge–Kutta and splitting method conserves linear invariants, and a
+        wrapper (a neighbour list, a barostat, a Nosé–Hoover chain) keeps its inner
+        integrator's answer. Stochastic thermostats, which kick each particle
+        independently (Langevin, Brownian), return `False`.
+        """
+        fields = [getattr(self, f.name) for f in dataclasses.fields(self)]
+        return all(
+            x.conserves_momentum()
+            for x in jax.tree.leaves(fields, is_leaf=_is_integrator)
+            if isinstance(x, AbstractIntegrator)
+        )
+
+
+def _is_integrator(x: Anything) -> bool:
+    return isinstance(x, AbstractIntegrator)
 
 
 @eqx.filter_jit

@@ -71,6 +71,10 @@ class BrownianDynamics(AbstractIntegrator):
         """2 (weak order of stationary configurational averages; 1 on finite times)."""
         return 2
 
+    def conserves_momentum(self) -> bool:
+        """`False`: every particle diffuses with its own noise (and p is zero)."""
+        return False
+
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """(F(q₀), R₀, key)."""
         system = md_system(model, "BrownianDynamics")

@@ -6,11 +6,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Key
+import numpy as np
 
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
-from .._core._validate import check_key, check_positive
+from .._core._validate import check_key, check_positive, is_concrete
 from ._system import MDSystem
 
 
@@ -60,6 +61,12 @@ class LangevinBAOAB(AbstractIntegrator):
     def order(self) -> int:
         """2 (weak order of configurational averages)."""
         return 2
+
+    def conserves_momentum(self) -> bool:
+        """`False` (n·d degrees of freedom): the O step kicks every particle with its
+        own noise, so the total momentum diffuses. `True` only for a concrete zero
+        friction (plain velocity Verlet)."""
+        return is_concrete(self.friction) and not np.any(np.asarray(self.friction))
 
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """(cached force F(q0), the key)."""
