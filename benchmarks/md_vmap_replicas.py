@@ -87,7 +87,10 @@ def sciad_side(q, p, L, kts, steps):
     y_v = block(vm(kts, keys, p0s))
     y_l = loop()
     agree = max(float(jnp.max(jnp.abs(y_v[0][r] - y_l[r][0]))) for r in range(len(kts)))
-    temps = [float(system.temperature(y_v[1][r])) for r in range(len(kts))]
+    temps = [
+        float(system.temperature((y_v[0][r], y_v[1][r]), integrator=integ(kts[r], keys[r])))
+        for r in range(len(kts))
+    ]
     info = {
         "builder": f"grid={builder.grid}, capacity={builder.capacity}",
         "compile_vmap": c_vmap,

@@ -135,7 +135,7 @@ def _lennard_jones_liquid():
     def observe(t, y, m):
         return {
             "energy": m.energy(y),
-            "kT": m.temperature(y[1]),
+            "kT": m.temperature(y, integrator=nve),
             "g": md.radial_distribution(m.space, y[0], 2.5, 100)[1],
         }
 

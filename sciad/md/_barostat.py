@@ -202,7 +202,7 @@ class CellRescaling(AbstractIntegrator):
         q, p = y
         m = system.masses[:, None]
         p_int = p - m * (jnp.sum(p, axis=0) / jnp.sum(system.masses))[None, :]
-        p_inst = instantaneous_pressure(system, q, p_int)
+        p_inst = instantaneous_pressure(system, (q, p_int))
         if self.pressure_correction is not None:
             p_inst = p_inst + self.pressure_correction(system)
         return p_inst

@@ -1,4 +1,9 @@
-"""Observables of MD configurations and trajectories: pressure, stress, g(r), MSD."""
+"""Observables of MD configurations and trajectories: pressure, stress, g(r), MSD.
+
+Like `MDSystem`'s methods, an observable of the whole state takes the state
+`y = (q, p)` as a run carries it (`pressure`, `stress_tensor`); one of a part takes
+that part (`virial_tensor(system, q)`).
+"""
 
 import math
 
@@ -6,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from .._core._types import FloatScalar, Positions
+from .._core._types import FloatScalar, Positions, State
 from .._core._validate import check_int, check_positive, is_concrete
 from ._potential import all_pairs
 from ._space import AbstractSpace
@@ -30,6 +35,7 @@ def virial_tensor(system: MDSystem, q: Positions) -> Float[Array, "d d"]:
 
     **Example:** `W = sciad.md.virial_tensor(system, q)`
     """
+    q = system.positions_array(q, "virial_tensor")
     return system.potential.virial(
         system.space, q, system.pairs(q), system.species, system.exclusions
     )
@@ -44,34 +50,38 @@ def _needs_volume(space: AbstractSpace, what: str) -> None:
         )
 
 
-def stress_tensor(system: MDSystem, q: Positions, p: Positions) -> Float[Array, "d d"]:
+def stress_tensor(system: MDSystem, y: State) -> Float[Array, "d d"]:
     """The pressure tensor P_ab = (Σᵢ p_a p_b / mᵢ + W_ab) / V (virial route).
 
-    **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
+    **Arguments:** `system`, and the state `y = (q, p)`, positions and momenta, each
+    shape `(n, d)`, as a run carries it (a `TypeError` for one array alone).
 
     **Returns:** shape `(d, d)` (energy/length^d); its trace over d is the pressure.
     Reference: Allen & Tildesley (2017), §2.4. Refused (`TypeError`) in free space,
     which has no volume.
 
-    **Example:** `P = sciad.md.stress_tensor(system, q, p)`
+    **Example:** `P = sciad.md.stress_tensor(system, traj.y1)`
     """
     _needs_volume(system.space, "stress_tensor")
+    q, p = system.split_state(y, "stress_tensor")
     kinetic = jnp.einsum("na,nb->ab", p / system.masses[:, None], p)
     return (kinetic + virial_tensor(system, q)) / system.space.volume()
 
 
-def pressure(system: MDSystem, q: Positions, p: Positions) -> FloatScalar:
-    """The instantaneous pressure tr(P)/d = (2K + tr W)/(d V).
+def pressure(system: MDSystem, y: State) -> FloatScalar:
+    """The instantaneous pressure tr(P)/d = (2K + tr W)/(d V) of the state `y = (q, p)`.
 
-    **Arguments:** `system`, positions `q` and momenta `p`, shape `(n, d)`.
+    **Arguments:** `system`, and the state `y = (q, p)`, positions and momenta, each
+    shape `(n, d)`, as a run carries it (a `TypeError` for one array alone).
 
     **Returns:** a scalar (energy/length^d). Add `lj_tail_corrections` for a truncated
     LJ fluid. Refused (`TypeError`) in free space, which has no volume.
 
-    **Example:** `P = sciad.md.pressure(system, q, p)`
+    **Example:** `sciad.SaveAt(steps=100, fn=lambda t, y, m: sciad.md.pressure(m, y))`
     """
     _needs_volume(system.space, "pressure")
-    return jnp.trace(stress_tensor(system, q, p)) / q.shape[1]
+    stress = stress_tensor(system, system.split_state(y, "pressure"))
+    return jnp.trace(stress) / stress.shape[0]
 
 
 def _shell_volume(r_lo: Array, r_hi: Array, d: int) -> Array:

@@ -69,7 +69,7 @@ def reweighted_average(
 
     ```python
     def pressure_of(system, q):
-        return sciad.md.pressure(system, q, jnp.zeros_like(q))
+        return sciad.md.pressure(system, (q, jnp.zeros_like(q)))
 
     avg, n_eff = sciad.md.reweighted_average(system, reference, traj.ys, 1.0, pressure_of)
     ```

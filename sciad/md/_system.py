@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Int
 import numpy as np
 
+from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractSeparableModel
 from .._core._types import Anything, FloatScalar, FloatVector, Positions, RealScalarLike, State
 from .._core._validate import check_labels, check_positive, is_concrete
@@ -43,6 +44,40 @@ def _excluded(exclusions: Exclusions, a: int, b: int) -> bool:
 
 def _concrete(tree: Anything) -> bool:
     return all(is_concrete(x) for x in jax.tree.leaves(tree))
+
+
+def _what(x: Anything) -> str:
+    """A short description of a wrong argument for a message."""
+    if isinstance(x, (tuple, list)):
+        return f"a {type(x).__name__} of {len(x)}"
+    if eqx.is_array_like(x) and not isinstance(x, (str, bytes)):
+        return f"one array of shape {np.shape(x)}"
+    return f"{type(x).__name__} {x!r}"[:80]
+
+
+def _is_positions(x: Anything) -> bool:
+    return eqx.is_array_like(x) and not isinstance(x, (str, bytes)) and np.ndim(x) == 2
+
+
+def _part(x: Anything, what: str, owner: str, n: int, d: int | None, index: int) -> Array:
+    """`x` if it is one `(n, d)` array (d: the space's dimension, any if `None`), else a
+    `TypeError`/`ValueError` that names `owner`, `what` was expected and what came.
+    Shapes only: safe under tracing."""
+    if isinstance(x, (tuple, list)) and len(x) == 2 and all(_is_positions(a) for a in x):
+        raise TypeError(
+            f"{owner} takes the {what}, one array of shape (n, d); got a state "
+            f"y = (q, p) (two arrays of shape {np.shape(x[0])}). Pass y[{index}]."
+        )
+    if isinstance(x, (tuple, list)) or not eqx.is_array_like(x) or isinstance(x, (str, bytes)):
+        raise TypeError(f"{owner} takes the {what}, one array of shape (n, d); got {_what(x)}.")
+    shape = np.shape(x)
+    if len(shape) != 2 or shape[0] != n or (d is not None and shape[1] != d):
+        want = f"({n}, d)" if d is None else f"({n}, {d}), d being the space's dimension"
+        raise ValueError(
+            f"{owner}: the {what} must have shape {want}, n = len(MDSystem.masses); "
+            f"got shape {shape}."
+        )
+    return x
 
 
 def _overflow_message(nbrs: NeighborList) -> str:
@@ -185,12 +220,62 @@ class MDSystem(AbstractSeparableModel):
         check_range(self.potential, self.space)  # cut-off below half the box (minimum image)
 
     def potential_energy(self, q: Positions) -> FloatScalar:
-        """U(q) (energy units): pair terms sum over [`pairs`][sciad.md.MDSystem.pairs].
+        """U(q) (energy units) of the positions `q`, shape `(n, d)`: pair terms sum
+        over [`pairs`][sciad.md.MDSystem.pairs].
 
-        With concrete positions, coincident interacting particles are refused first
-        (see [`check_positions`][sciad.md.MDSystem.check_positions])."""
+        A state `y = (q, p)` or an array of another shape is refused (`TypeError`,
+        `ValueError`). With concrete positions, coincident interacting particles are
+        refused first (see [`check_positions`][sciad.md.MDSystem.check_positions]).
+
+        **Example:** `u = system.potential_energy(traj.y1[0])`
+        """
+        q = self.positions_array(q, "MDSystem.potential_energy")
         self.check_positions(q)
         return self.potential.energy(self.space, q, self.pairs(q), self.species, self.exclusions)
+
+    def positions_array(self, q: Anything, owner: str = "MDSystem") -> Positions:
+        """`q` if it is the positions of this system: one array of shape `(n, d)`, with
+        `n = len(masses)` and `d` the space's dimension. Otherwise a `TypeError` (a
+        state `y = (q, p)`, a non-array) or `ValueError` (a shape) naming `owner`.
+
+        **Example:** `q = system.positions_array(q, "my_observable")`
+        """
+        return _part(q, "positions q", owner, self.masses.shape[0], self.space.dimension(), 0)
+
+    def momenta_array(self, p: Anything, owner: str = "MDSystem") -> Positions:
+        """`p` if it is the momenta of this system (as
+        [`positions_array`][sciad.md.MDSystem.positions_array] for positions).
+
+        **Example:** `p = system.momenta_array(p, "my_observable")`
+        """
+        return _part(p, "momenta p", owner, self.masses.shape[0], self.space.dimension(), 1)
+
+    def split_state(self, y: Anything, owner: str = "MDSystem") -> tuple[Positions, Positions]:
+        """`(q, p)` if `y` is a state of this system: a pair of arrays, positions and
+        momenta, each of shape `(n, d)`. Otherwise a `TypeError` or `ValueError` that
+        names `owner` and says what was expected (one array alone is refused: pass
+        `(q, p)`).
+
+        **Example:** `q, p = system.split_state(y, "my_observable")`
+        """
+        if not isinstance(y, (tuple, list)) or len(y) != 2:
+            raise TypeError(
+                f"{owner} takes the state y = (q, p), positions and momenta, each of shape "
+                f"(n, d), as a run carries it; got {_what(y)}. Pass (q, p) (the positions "
+                "alone go to MDSystem.potential_energy(q), the momenta alone to "
+                "MDSystem.kinetic_energy(p))."
+            )
+        q = _part(y[0], "positions y[0] (q)", owner, *self._nd(), 0)
+        p = _part(y[1], "momenta y[1] (p)", owner, *self._nd(), 1)
+        if np.shape(q) != np.shape(p):
+            raise ValueError(
+                f"{owner}: the positions y[0] and momenta y[1] must have one shape; got "
+                f"{np.shape(q)} and {np.shape(p)}."
+            )
+        return q, p
+
+    def _nd(self) -> tuple[int, int | None]:
+        return self.masses.shape[0], self.space.dimension()
 
     def pairs(self, q: Positions) -> Pairs:
         """The non-bonded pairs `(i, j, mask)`: from `neighbors` if set, else all pairs;
@@ -219,18 +304,89 @@ class MDSystem(AbstractSeparableModel):
         return -jax.grad(self.potential_energy)(q)
 
     def kinetic_energy(self, p: Positions) -> FloatScalar:
-        """Σ |pᵢ|²/(2mᵢ) (energy units)."""
+        """K = Σ |pᵢ|²/(2mᵢ) (energy units) of the momenta `p`, shape `(n, d)`.
+
+        A state `y = (q, p)` is refused (`TypeError`: pass `y[1]`).
+
+        **Example:** `k = system.kinetic_energy(traj.y1[1])`
+        """
+        p = self.momenta_array(p, "MDSystem.kinetic_energy")
         return jnp.sum(p**2 / (2 * self.masses[:, None]))
 
     def energy(self, y: State) -> FloatScalar:
-        """Total energy H(q, p)."""
-        q, p = y
+        """The total energy H(q, p) = K(p) + U(q) (energy units) of the state
+        `y = (q, p)`.
+
+        One array alone is refused (`TypeError`): the energy needs both halves.
+
+        **Example:** `sciad.SaveAt(steps=100, fn=lambda t, y, m: m.energy(y))`
+        """
+        q, p = self.split_state(y, "MDSystem.energy")
         return self.kinetic_energy(p) + self.potential_energy(q)
 
-    def temperature(self, p: Positions, kB: RealScalarLike = 1.0) -> FloatScalar:
-        """Kinetic temperature 2K / (kB (n d − d)), with the d centre-of-mass degrees removed."""
-        n, d = p.shape
-        return 2 * self.kinetic_energy(p) / (kB * (n * d - d))
+    def temperature(
+        self,
+        y: State,
+        *,
+        integrator: AbstractIntegrator | None = None,
+        kB: RealScalarLike = 1.0,
+    ) -> FloatScalar:
+        """The kinetic temperature T = 2K_f / (kB N_f) of the state `y = (q, p)`.
+
+        The degrees of freedom N_f follow the ensemble, which the integrator that
+        sampled `y` answers ([`conserves_momentum`][sciad.AbstractIntegrator.conserves_momentum]):
+
+        - it conserves the total momentum P = Σpᵢ (NVE integrators such as
+          `sciad.VelocityVerlet`, [`NoseHooverChain`][sciad.md.NoseHooverChain], and
+          `integrator=None`, the NVE default of `sciad.simulate`): N_f = n·d − d, and
+          K_f = K − |P|²/(2Σmᵢ), the kinetic energy about the centre of mass;
+        - it does not ([`LangevinBAOAB`][sciad.md.LangevinBAOAB],
+          [`BrownianDynamics`][sciad.md.BrownianDynamics]): N_f = n·d and K_f = K.
+
+        Counting n·d − d under a Langevin thermostat would read T high by the factor
+        n/(n − 1) (0.2% for 500 particles). `sciad.md` has no constraints or frozen
+        atoms, which would remove more degrees of freedom.
+
+        **Arguments:**
+
+        - `y`: the state `(q, p)`, each shape `(n, d)`, as a run carries it (one array
+          alone is refused with a `TypeError`).
+        - `integrator`: the integrator that ran (keyword), or `None` for NVE.
+        - `kB`: Boltzmann's constant in the units of the energy per temperature
+          (keyword, > 0); 1 gives T in energy units (kB·T).
+
+        **Returns:** a scalar (temperature units).
+
+        **Example:**
+
+        ```python
+        nvt = sciad.md.LangevinBAOAB(friction=1.0, kT=1.5, key=jax.random.key(0))
+        temp = sciad.SaveAt(steps=10, fn=lambda t, y, m: m.temperature(y, integrator=nvt))
+        ```
+        """
+        owner = "MDSystem.temperature"
+        q, p = self.split_state(y, owner)
+        if integrator is not None and not isinstance(integrator, AbstractIntegrator):
+            raise TypeError(
+                f"{owner}: integrator must be the sciad.AbstractIntegrator instance that "
+                "ran the state (e.g. sciad.md.LangevinBAOAB(...)), or None for NVE; got "
+                f"{integrator!r}."
+            )
+        check_positive(kB, f"{owner} kB")
+        n, d = np.shape(p)
+        kinetic = self.kinetic_energy(p)
+        if integrator is None or integrator.conserves_momentum():
+            n_dof = n * d - d
+            total = jnp.sum(p, axis=0)
+            kinetic = kinetic - jnp.sum(total**2) / (2 * jnp.sum(self.masses))
+        else:
+            n_dof = n * d
+        if n_dof < 1:
+            raise ValueError(
+                f"{owner}: a single particle whose total momentum is conserved has no "
+                "degrees of freedom left (n·d − d = 0), so no temperature."
+            )
+        return 2 * kinetic / (kB * n_dof)
 
     def check_state(self, y: State) -> None:
         """q and p have shape (n, d) with n = len(masses) and d the space's dimension;

@@ -768,7 +768,7 @@ DATA_CASES = [
     ),
     (
         "list overflowed pressure",
-        lambda: md.pressure(_with_list(_BOXED4, _overflowed_list()), _Q4, jnp.zeros((4, 3))),
+        lambda: md.pressure(_with_list(_BOXED4, _overflowed_list()), (_Q4, jnp.zeros((4, 3)))),
         ValueError,
         "MDSystem.neighbors overflowed",
     ),
@@ -1472,13 +1472,13 @@ GEOMETRY_CASES = [
     # observables that need a volume, and g(r) past half the box
     (
         "pressure in free space",
-        lambda: md.pressure(_gas(md.FreeSpace()), _Q8, _Q8),
+        lambda: md.pressure(_gas(md.FreeSpace()), (_Q8, _Q8)),
         TypeError,
         r"pressure needs a volume, so a periodic space .* got FreeSpace",
     ),
     (
         "stress tensor in free space",
-        lambda: md.stress_tensor(_gas(md.FreeSpace()), _Q8, _Q8),
+        lambda: md.stress_tensor(_gas(md.FreeSpace()), (_Q8, _Q8)),
         TypeError,
         "stress_tensor needs a volume",
     ),
@@ -1669,6 +1669,117 @@ SWITCH_CASES = [
 ]
 
 
+# observables: a state observable takes the state y = (q, p); one of a part takes that part.
+# A wrong argument is named with what was expected, never an AttributeError from inside.
+_P4 = jnp.zeros((4, 3))
+_STATE = "takes the state y = \\(q, p\\), positions and momenta, each of shape \\(n, d\\)"
+_STATE_GIVEN = "got a state y = \\(q, p\\) \\(two arrays of shape \\(4, 3\\)\\)"
+OBSERVABLE_CASES = [
+    (
+        "temperature of the momenta alone",
+        lambda: _BOXED4.temperature(_P4),
+        TypeError,
+        "MDSystem.temperature " + _STATE + r".*got one array of shape \(4, 3\)\. Pass \(q, p\)",
+    ),
+    (
+        "energy of the momenta alone",
+        lambda: _BOXED4.energy(_P4),
+        TypeError,
+        "MDSystem.energy " + _STATE + r".*got one array of shape \(4, 3\)",
+    ),
+    (
+        "energy of a triple",
+        lambda: _BOXED4.energy((_Q4, _P4, _P4)),
+        TypeError,
+        "MDSystem.energy " + _STATE + ".*got a tuple of 3",
+    ),
+    (
+        "kinetic energy of the state",
+        lambda: _BOXED4.kinetic_energy((_Q4, _P4)),
+        TypeError,
+        r"MDSystem.kinetic_energy takes the momenta p, one array of shape \(n, d\); "
+        + _STATE_GIVEN
+        + r"\. Pass y\[1\]",
+    ),
+    (
+        "potential energy of the state",
+        lambda: _BOXED4.potential_energy((_Q4, _P4)),
+        TypeError,
+        r"MDSystem.potential_energy takes the positions q.*" + _STATE_GIVEN + r"\. Pass y\[0\]",
+    ),
+    (
+        "potential energy of None",
+        lambda: _BOXED4.potential_energy(None),
+        TypeError,
+        "MDSystem.potential_energy takes the positions q, one array of shape .*got NoneType",
+    ),
+    (
+        "kinetic energy of too few momenta",
+        lambda: _BOXED4.kinetic_energy(jnp.zeros((3, 3))),
+        ValueError,
+        r"MDSystem.kinetic_energy: the momenta p must have shape \(4, 3\), d being the "
+        r"space's dimension, n = len\(MDSystem.masses\); got shape \(3, 3\)",
+    ),
+    (
+        "temperature momenta of another dimension",
+        lambda: _BOXED4.temperature((_Q4, jnp.zeros((4, 2)))),
+        ValueError,
+        r"MDSystem.temperature: the momenta y\[1\] \(p\) must have shape \(4, 3\)",
+    ),
+    (
+        "free-space state halves of two shapes",
+        lambda: _gas(md.FreeSpace()).energy((_Q8, jnp.zeros((8, 2)))),
+        ValueError,
+        r"MDSystem.energy: the positions y\[0\] and momenta y\[1\] must have one shape; "
+        r"got \(8, 3\) and \(8, 2\)",
+    ),
+    (
+        "temperature integrator class",
+        lambda: _BOXED4.temperature((_Q4, _P4), integrator=sciad.VelocityVerlet),
+        TypeError,
+        "MDSystem.temperature: integrator must be the sciad.AbstractIntegrator instance",
+    ),
+    (
+        "temperature integrator string",
+        lambda: _BOXED4.temperature((_Q4, _P4), integrator="langevin"),
+        TypeError,
+        "integrator must be the sciad.AbstractIntegrator instance .* got 'langevin'",
+    ),
+    (
+        "temperature kB negative",
+        lambda: _BOXED4.temperature((_Q4, _P4), kB=-1.0),
+        ValueError,
+        "MDSystem.temperature kB must be finite and > 0; got -1.0",
+    ),
+    (
+        "temperature of one particle in NVE",
+        lambda: md.MDSystem(md.FreeSpace(), _LJ, jnp.ones(1)).temperature(
+            (jnp.zeros((1, 3)), jnp.ones((1, 3)))
+        ),
+        ValueError,
+        r"a single particle whose total momentum is conserved has no degrees of freedom",
+    ),
+    (
+        "pressure of the positions alone",
+        lambda: md.pressure(_BOXED4, _Q4),
+        TypeError,
+        "pressure " + _STATE + r".*got one array of shape \(4, 3\)",
+    ),
+    (
+        "stress tensor of the momenta list",
+        lambda: md.stress_tensor(_BOXED4, [_P4]),
+        TypeError,
+        "stress_tensor " + _STATE + ".*got a list of 1",
+    ),
+    (
+        "virial of the state",
+        lambda: md.virial_tensor(_BOXED4, (_Q4, _P4)),
+        TypeError,
+        r"virial_tensor takes the positions q.*Pass y\[0\]",
+    ),
+]
+
+
 CASES = (
     MD_CASES
     + MINIMIZE_CASES
@@ -1678,6 +1789,7 @@ CASES = (
     + DATA_CASES
     + GEOMETRY_CASES
     + SWITCH_CASES
+    + OBSERVABLE_CASES
 )
 
 

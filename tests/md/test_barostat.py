@@ -73,7 +73,7 @@ def lj_fluid():
 
 
 def _observe(t, y, m):
-    return jnp.stack([md.pressure(m, y[0], y[1]), m.space.volume(), m.space.min_width()])
+    return jnp.stack([md.pressure(m, y), m.space.volume(), m.space.min_width()])
 
 
 @pytest.mark.slow

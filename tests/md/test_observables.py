@@ -42,7 +42,7 @@ def test_pressure_ideal_gas_and_virial_route(config):  # noqa: F811
     q = jnp.asarray(q)
     system = _system(box)
     p = md.maxwell_boltzmann(jax.random.key(0), system.masses, 1.3)
-    P = md.pressure(system, q, p)
+    P = md.pressure(system, (q, p))
     volume = float(np.prod(box))
     kinetic = float(jnp.sum(p**2)) / 2
     expect = (2 * kinetic + float(jnp.trace(md.virial_tensor(system, q)))) / (3 * volume)
@@ -50,7 +50,7 @@ def test_pressure_ideal_gas_and_virial_route(config):  # noqa: F811
     far = md.MDSystem(
         md.PeriodicBox(jnp.full(3, 1000.0)), md.SoftSphere(1.0, 1.0), masses=jnp.ones(64)
     )
-    assert np.isclose(md.pressure(far, q, p), 2 * kinetic / (3 * 1e9), rtol=1e-12)  # P V = N kT
+    assert np.isclose(md.pressure(far, (q, p)), 2 * kinetic / (3 * 1e9), rtol=1e-12)  # P V = N kT
 
 
 def test_rdf_ideal_gas_is_one():

@@ -79,7 +79,7 @@ def test_left_handed_cell_gives_the_energy_of_the_right_handed_one():
     assert float(jnp.linalg.det(left.space.cell)) < 0
     np.testing.assert_allclose(left.potential_energy(q), right.potential_energy(q), rtol=1e-13)
     p = jnp.zeros_like(q)
-    np.testing.assert_allclose(md.pressure(left, q, p), md.pressure(right, q, p), rtol=1e-12)
+    np.testing.assert_allclose(md.pressure(left, (q, p)), md.pressure(right, (q, p)), rtol=1e-12)
 
 
 def _image_sum(q, L, cutoff):

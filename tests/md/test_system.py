@@ -216,3 +216,77 @@ def test_reweighting_with_an_overflowing_list_raises():
     got, n_eff = md.reweighted_average(system, system, frames, 1.0, fn, builder=roomy)
     want, _ = md.reweighted_average(system, system, frames, 1.0, fn)
     assert np.isclose(float(got), float(want), rtol=1e-12) and np.isclose(float(n_eff), 2.0)
+
+
+def _langevin(friction=1.0):
+    return md.LangevinBAOAB(friction=friction, kT=1.0, key=jax.random.key(0))
+
+
+def test_temperature_counts_degrees_of_freedom_by_the_integrator():
+    """N_f = n·d − d, about the centre of mass, for integrators that conserve the total
+    momentum; n·d, all of K, for stochastic thermostats (also inside the wrappers)."""
+    system, (q, p) = lj_liquid(jnp.float64)
+    n = q.shape[0]
+    p = p + 0.3 * system.masses[:, None]  # a drifting centre of mass
+    kinetic = float(system.kinetic_energy(p))
+    com = float(jnp.sum(jnp.sum(p, axis=0) ** 2) / (2 * jnp.sum(system.masses)))
+    nve, all_dof = 2 * (kinetic - com) / (3 * n - 3), 2 * kinetic / (3 * n)
+    builder = md.NeighborListBuilder.create(system.space, q, cutoff=2.5, skin=0.3)
+    conserving = [
+        None,
+        sciad.VelocityVerlet(),
+        sciad.Yoshida4(),
+        md.NoseHooverChain(kT=1.0, tau=0.5),
+        md.NeighborListIntegrator(sciad.VelocityVerlet(), builder),
+        _langevin(friction=0.0),  # no thermostat: velocity Verlet
+    ]
+    stochastic = [
+        _langevin(),
+        md.BrownianDynamics(friction=1.0, kT=1.0, key=jax.random.key(0)),
+        md.NeighborListIntegrator(_langevin(), builder),
+        md.CellRescaling(
+            _langevin(), pressure=1.0, compressibility=0.1, tau_p=1.0, key=jax.random.key(1)
+        ),
+    ]
+    for integ in conserving:
+        assert np.isclose(system.temperature((q, p), integrator=integ), nve, rtol=1e-14), integ
+    for integ in stochastic:
+        got = system.temperature((q, p), integrator=integ, kB=2.0)
+        assert np.isclose(got, all_dof / 2.0, rtol=1e-14), integ
+
+
+def test_nve_temperature_is_unchanged_and_galilean_invariant():
+    """With zero total momentum the NVE temperature is 2K/(n·d − d) as before (the
+    liquid's momenta are scaled to T = 1 exactly); a uniform drift does not heat it."""
+    system, (q, p) = lj_liquid(jnp.float64)
+    assert np.isclose(system.temperature((q, p)), 1.0, rtol=1e-14)
+    drifted = p + system.masses[:, None] * jnp.array([[0.5, -1.0, 2.0]])
+    assert np.isclose(system.temperature((q, drifted)), 1.0, rtol=1e-13)
+    assert system.temperature((q, drifted), integrator=_langevin()) > 1.5  # the drift counts
+
+
+def test_langevin_temperature_averages_to_kT():
+    """An ideal gas of n = 8 (zero forces: BAOAB's O step samples the momenta exactly)
+    under Langevin at kT = 1.3: the mean of `temperature(y, integrator=nvt)` (K over n·d)
+    and of the default reading (K about the centre of mass over n·d − d, unbiased for
+    any canonical sample too) are kT within 4 block-averaged standard errors. The old
+    reading, all of K over n·d − d, is n/(n − 1) = 14% high here, more than 20 errors
+    away (measured: 1.301 ± 0.007 and 1.295 ± 0.008 against 1.487)."""
+    n, kT = 8, 1.3
+    q = jnp.asarray(50.0 * np.arange(3 * n, dtype=np.float64).reshape(n, 3))
+    system = md.MDSystem(md.FreeSpace(), md.SoftSphere(1.0, 1.0), masses=jnp.linspace(1, 4, n))
+    nvt = md.LangevinBAOAB(friction=5.0, kT=kT, key=jax.random.key(2))
+
+    def readings(t, y, m):
+        old = 2 * m.kinetic_energy(y[1]) / (3 * n - 3)
+        return jnp.stack([m.temperature(y, integrator=nvt), m.temperature(y), old])
+
+    p0 = md.maxwell_boltzmann(jax.random.key(1), system.masses, kT)
+    saveat = sciad.SaveAt(steps=1, fn=readings)
+    traj = sciad.simulate(system, (q, p0), dt=0.1, n_steps=6000, integrator=nvt, saveat=saveat)
+    temps = np.asarray(traj.ys)
+    blocks = temps[: len(temps) // 40 * 40].reshape(40, -1, 3).mean(axis=1)
+    mean, err = blocks.mean(axis=0), blocks.std(axis=0, ddof=1) / np.sqrt(40)
+    assert np.all(np.abs(mean[:2] - kT) < 4 * err[:2]), (mean, err)
+    assert np.all(err[:2] < 0.01 * kT), err
+    assert abs(mean[2] - kT) > 20 * err[2], (mean, err)  # the old count is detected

@@ -61,7 +61,7 @@ def test_lj_liquid_reaches_target_temperature():
     system, (q, p) = lj_liquid(jnp.float64)
     kT = 1.2
     nvt = md.LangevinBAOAB(friction=1.0, kT=kT, key=jax.random.key(3))
-    saveat = sciad.SaveAt(steps=10, fn=lambda t, y, m: m.temperature(y[1]))
+    saveat = sciad.SaveAt(steps=10, fn=lambda t, y, m: m.temperature(y, integrator=nvt))
     traj = sciad.simulate(system, (q, p), dt=0.005, n_steps=12_000, integrator=nvt, saveat=saveat)
     temps = np.asarray(traj.ys)[200:]  # after 2,000 steps of equilibration
     mean, err = _block_mean_err(temps)
