@@ -30,7 +30,7 @@ from ._core._model import (
     AbstractModel as AbstractModel,
     AbstractSeparableModel as AbstractSeparableModel,
 )
-from ._core._results import RESULTS as RESULTS
+from ._core._results import check_result as check_result, RESULTS as RESULTS, RunError as RunError
 from ._core._simulate import simulate as simulate
 from ._core._trajectory import SaveAt as SaveAt, Trajectory as Trajectory
 from ._core._windowed import windowed_average as windowed_average

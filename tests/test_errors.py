@@ -35,3 +35,82 @@ def test_traced_nonpositive_dt_is_reported_at_run_time():
         (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="dt must be positive"
     ):
         jax.block_until_ready(run(-0.1))
+
+
+# A blow-up: RK4 with a step ten times past the oscillator's stability limit (ω = 10).
+_SPRING = sciad.ode.HarmonicOscillator(mass=1.0, stiffness=100.0)
+_BLOWUP = dict(dt=1.0, n_steps=200, integrator=sciad.RK4())
+_Y0 = jnp.array([1.0, 0.0])
+
+
+def test_a_blown_up_run_says_what_happened_on_its_first_line():
+    """Outside transforms the result is known when `simulate` returns: the error is a
+    plain `sciad.RunError` whose first line names the call, the failure and the step
+    (the one `throw=False` reports), and whose next line is the advice."""
+    quiet = sciad.simulate(_SPRING, _Y0, **_BLOWUP, throw=False)
+    step = int(quiet.stats["first_nonfinite_step"])
+    assert step > 0
+    with pytest.raises(sciad.RunError) as info:
+        sciad.simulate(_SPRING, _Y0, **_BLOWUP)
+    lines = str(info.value).splitlines()
+    assert lines[0] == (
+        f"sciad.simulate: the state became non-finite (NaN or inf) at step {step} of 200."
+    )
+    assert "too large a step (try half the dt)" in lines[1]
+    assert info.value.result == sciad.RESULTS.nonfinite_state
+    assert isinstance(info.value, eqx.EquinoxRuntimeError)  # caught as before
+
+
+def test_max_steps_and_a_windowed_run_report_first_too():
+    with pytest.raises(sciad.RunError) as info:
+        sciad.simulate(_SPRING, _Y0, dt=0.01, n_steps=100, max_steps=10)
+    assert str(info.value).splitlines()[0] == (
+        "sciad.simulate: the run needed more steps than `max_steps` allowed; it stopped "
+        "early after 10 steps (t = 0.1)."
+    )
+    with pytest.raises(sciad.RunError, match=r"^sciad.simulate: the state became non-finite"):
+        sciad.windowed_average(
+            _SPRING,
+            _Y0,
+            lambda t, y, m: y[0],
+            dt=1.0,
+            n_steps=200,
+            window=100,
+            integrator=sciad.RK4(),
+        )
+
+
+def test_under_jit_equinox_reports_it_and_check_result_gives_the_short_form():
+    """Inside `jax.jit` the code is known only at run time: equinox raises its
+    `EquinoxRuntimeError` with the message after its stack report. A run with
+    `throw=False` under the transform, checked outside with `sciad.check_result`, gives
+    the short form again; batched, it says how many runs failed."""
+    run = jax.jit(
+        lambda y, throw: sciad.simulate(_SPRING, y, **_BLOWUP, throw=throw), static_argnums=1
+    )
+    with pytest.raises(
+        (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="became non-finite"
+    ):
+        jax.block_until_ready(run(_Y0, True))
+    traj = run(_Y0, False)
+    with pytest.raises(
+        sciad.RunError,
+        match=r"^sciad.simulate: the state became non-finite .* at step \d+ of 200\.\n",
+    ):
+        sciad.check_result(traj)
+    y0s = jnp.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])  # the middle one stays at rest
+    batch = jax.vmap(lambda y: sciad.simulate(_SPRING, y, **_BLOWUP, throw=False))(y0s)
+    with pytest.raises(
+        sciad.RunError,
+        match=r"non-finite \(NaN or inf\) in 2 of 3 runs of the batch \(the first: run 0\)\.",
+    ):
+        sciad.check_result(batch)
+    fine = sciad.simulate(_SPRING, _Y0, dt=0.01, n_steps=10, throw=False)
+    assert sciad.check_result(fine) is True
+
+    def inside(y):
+        traj = sciad.simulate(_SPRING, y, **_BLOWUP, throw=False)
+        assert sciad.check_result(traj) is False  # traced: Python cannot look at it
+        return traj.y1
+
+    jax.jit(inside)(_Y0)

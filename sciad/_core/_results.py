@@ -1,6 +1,12 @@
-"""The result codes every sciad run reports."""
+"""The result codes every sciad run reports, and the error that reports a failed run."""
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._types import Anything
+from ._validate import is_concrete
 
 
 class RESULTS(eqx.Enumeration):
@@ -25,8 +31,8 @@ class RESULTS(eqx.Enumeration):
     )
     nonfinite_state = (
         "The state became non-finite (NaN or inf). "
-        "`Trajectory.stats['first_nonfinite_step']` gives the first bad step. "
-        "Common causes: too large a step, or an unstable model."
+        "Common causes: too large a step (try half the dt), or an unstable model. "
+        "`Trajectory.stats['first_nonfinite_step']` gives the first bad step."
     )
     neighbor_overflow = (
         "A neighbour list overflowed its static capacity; forces would be wrong. "
@@ -51,4 +57,95 @@ class RESULTS(eqx.Enumeration):
     optimisation_failed = (
         "The optimiser did not converge: it reached its step limit, or the problem "
         "was singular or non-finite."
+    )
+
+
+class RunError(eqx.EquinoxRuntimeError):
+    """A run ended with a [`RESULTS`][sciad.RESULTS] code other than `successful`, and
+    `throw=True` asked for an error.
+
+    The first line of the message says what happened and where the run stopped, e.g.
+    `sciad.simulate: the state became non-finite (NaN or inf) at step 119 of 200.`,
+    followed by the code's advice. It is raised this way, as a plain Python error,
+    whenever the run's result is known when `simulate` returns: a call outside
+    `jax.jit`, `jax.vmap` and gradients, the usual case (`simulate` compiles its loop
+    itself). Under such a transform the code is known only while the compiled program
+    runs, so equinox raises it (`eqx.error_if`): an `equinox.EquinoxRuntimeError` whose
+    message comes after equinox's report of the stack inside the JIT. To have the short
+    form there too, run with `throw=False` under the transform and check the result
+    outside it with [`check_result`][sciad.check_result].
+
+    A subclass of `equinox.EquinoxRuntimeError`, so `except eqx.EquinoxRuntimeError`
+    catches both forms.
+
+    **Fields:** `result`, the `RESULTS` code.
+
+    **Example:**
+
+    ```python
+    try:
+        sciad.simulate(model, y0, dt=10.0, n_steps=200)
+    except sciad.RunError as e:
+        print(e.result == sciad.RESULTS.nonfinite_state)  # True
+    ```
+    """
+
+    def __init__(self, message: str, result: RESULTS):
+        super().__init__(message)
+        self.result = result
+
+
+RunError.__module__ = "sciad"  # shown as `sciad.RunError: ...`, its public name
+
+
+def _stopped(code: RESULTS, stats: dict[str, Anything], t1: Anything) -> str:
+    """Where a concrete, unbatched run failed, from its `stats` and `t1`, if known."""
+    steps, first = stats.get("num_steps"), stats.get("first_nonfinite_step")
+    if bool(code == RESULTS.nonfinite_state) and first is not None and int(first) > 0:
+        return f" at step {int(first)}" + ("" if steps is None else f" of {int(steps)}")
+    if bool(code == RESULTS.max_steps_reached) and steps is not None:
+        return f" after {int(steps)} steps (t = {float(t1):.6g})"
+    return ""
+
+
+def check_result(traj: Anything, owner: str = "sciad.simulate") -> bool:
+    """Raise [`RunError`][sciad.RunError] if a concrete run failed.
+
+    When the result of `traj` is concrete and not `successful` (in some batch element),
+    this raises a `RunError` whose first line names `owner`, what happened and where
+    the run stopped, then the code's advice. `simulate` calls it with `throw=True`;
+    call it yourself after a run with `throw=False` under `jax.jit` or `jax.vmap`,
+    outside the transform, for the same short message.
+
+    **Arguments:** `traj`: a `sciad.Trajectory` (from `simulate` or
+    `windowed_average`, possibly batched by `vmap`); `owner`: the call the message names.
+
+    **Returns:** `True` if the result is concrete and successful, `False` if it is
+    traced (inside a transform, where Python cannot look at it).
+
+    **Example:**
+
+    ```python
+    run = jax.jit(lambda y: sciad.simulate(model, y, dt=0.1, n_steps=100, throw=False))
+    traj = run(y0)
+    sciad.check_result(traj)  # raises sciad.RunError if the run failed
+    ```
+    """
+    ok = traj.result == RESULTS.successful
+    if not is_concrete(ok):
+        return False
+    ok = np.asarray(ok)
+    if ok.all():
+        return True
+    index = int(np.flatnonzero(~ok.reshape(-1))[0])
+    code = jax.tree.map(lambda v: jnp.reshape(v, (-1,))[index], traj.result)
+    if ok.ndim == 0:
+        where = _stopped(code, traj.stats, traj.t1)
+    else:
+        where = f" in {int(np.sum(~ok))} of {ok.size} runs of the batch (the first: run {index})"
+    head, _, advice = str(RESULTS[code]).partition(". ")
+    raise RunError(
+        f"{owner}: {head[0].lower()}{head[1:]}{where}.\n{advice}\n(With throw=False the "
+        "run returns its Trajectory instead, with this code in `Trajectory.result`.)",
+        code,
     )

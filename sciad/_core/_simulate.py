@@ -12,7 +12,7 @@ from ._batching import lazy_cond, tree_where
 from ._clock import StepClock
 from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
 from ._model import AbstractModel, AbstractSeparableModel
-from ._results import RESULTS
+from ._results import check_result, RESULTS
 from ._trajectory import SaveAt, Trajectory
 from ._types import Anything, RealScalarLike, State
 from ._validate import (
@@ -315,8 +315,11 @@ def raise_on_failure(traj: Trajectory) -> Trajectory:
     """`traj`, tied to a run-time error raised if its result is not successful.
 
     The check is tied to every array of the trajectory except PRNG keys, which
-    equinox's `error_if` cannot carry.
+    equinox's `error_if` cannot carry. A concrete result (a call outside transforms) is
+    checked at once instead, raising `RunError` with the message first (`check_result`).
     """
+    if check_result(traj):
+        return traj
     checked, rest = eqx.partition(traj, _not_key)
     checked = traj.result.error_if(checked, traj.result != RESULTS.successful)
     return eqx.combine(checked, rest)
