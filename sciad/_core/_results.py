@@ -13,8 +13,10 @@ class RESULTS(eqx.Enumeration):
     """Outcome of a run, carried in `Trajectory.result` and `FitResult.result`.
 
     With `throw=True` (the default) anything but `successful` is raised as an
-    error at run time; with `throw=False` the code is returned, and under `jax.vmap`
-    every batch element carries its own code.
+    error: a [`RunError`][sciad.RunError] whose first line is the message when the run
+    was called outside transforms, else at run time through `eqx.error_if`. With
+    `throw=False` the code is returned, and under `jax.vmap` every batch element
+    carries its own code.
 
     **Example:**
 
