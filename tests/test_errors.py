@@ -114,3 +114,8 @@ def test_under_jit_equinox_reports_it_and_check_result_gives_the_short_form():
         return traj.y1
 
     jax.jit(inside)(_Y0)
+
+
+def test_check_result_refuses_what_is_not_a_trajectory():
+    with pytest.raises(TypeError, match="check_result takes a sciad.Trajectory .*got Array"):
+        sciad.check_result(_Y0)

@@ -133,6 +133,13 @@ def check_result(traj: Anything, owner: str = "sciad.simulate") -> bool:
     sciad.check_result(traj)  # raises sciad.RunError if the run failed
     ```
     """
+    from ._trajectory import Trajectory  # it imports this module
+
+    if not isinstance(traj, Trajectory):
+        raise TypeError(
+            "check_result takes a sciad.Trajectory (from simulate or windowed_average); "
+            f"got {type(traj).__name__}."
+        )
     ok = traj.result == RESULTS.successful
     if not is_concrete(ok):
         return False
