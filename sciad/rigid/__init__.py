@@ -12,15 +12,26 @@ differentiated implicitly, and the drag of a fluid [`Medium`][sciad.rigid.Medium
 [`FreeBodySplitting`][sciad.rigid.FreeBodySplitting].
 """
 
+from ._activation import (
+    AbstractActivation as AbstractActivation,
+    FilterActivation as FilterActivation,
+    IntegratorActivation as IntegratorActivation,
+)
 from ._actuators import (
+    AbstractActuator as AbstractActuator,
     AbstractControl as AbstractControl,
     ConstantControl as ConstantControl,
     InterpolatedControl as InterpolatedControl,
     JointActuator as JointActuator,
+    TendonActuator as TendonActuator,
 )
 from ._body import Body as Body
 from ._collision import Contacts as Contacts
-from ._equality import TendonEquality as TendonEquality
+from ._equality import (
+    AbstractEquality as AbstractEquality,
+    JointEquality as JointEquality,
+    TendonEquality as TendonEquality,
+)
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights
@@ -56,5 +67,4 @@ from ._tendons import (
     AbstractTendon as AbstractTendon,
     FixedTendon as FixedTendon,
     SpatialTendon as SpatialTendon,
-    TendonActuator as TendonActuator,
 )

@@ -1,6 +1,7 @@
 """Inputs to a multibody: control signals, joint actuators, applied wrenches."""
 
 import abc
+from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -15,12 +16,14 @@ from .._core._validate import (
     check_scalar,
     is_concrete,
 )
+from ._activation import (
+    AbstractActivation,
+    activation_rate,
+    check_activation,
+    next_activation,
+    stateful,
+)
 from ._types import RangeLike, ScalarLike
-
-
-def _scalar(x: Anything, name: str) -> Array:
-    check_scalar(x, name)
-    return jnp.asarray(x)
 
 
 class AbstractControl(eqx.Module):
@@ -121,17 +124,152 @@ class InterpolatedControl(AbstractControl):
         return (1 - w) * self.values[i] + w * self.values[i + 1]
 
 
-class JointActuator(eqx.Module):
-    """A scalar actuator on one degree of freedom of a joint (MuJoCo's affine
-    general actuator with a joint transmission and gear 1):
+class AbstractActuator(eqx.Module):
+    """A scalar actuator of a [`MultiBody`][sciad.rigid.MultiBody] (MuJoCo's affine
+    general actuator, gear folded in): with ℓ and ℓ̇ its transmission's length and
+    rate (a joint's q and q̇, or a tendon's length and its rate),
 
-        force = gain · u + bias_constant + bias_position · q + bias_velocity · q̇
+        force = gain · x + bias_constant + bias_position · ℓ + bias_velocity · ℓ̇
 
-    with u the actuator's control (clipped to `ctrl_range` if given) and q, q̇ the
-    dof's position and velocity (`bias_position` needs a hinge or slider). Use the
-    constructors [`motor`][sciad.rigid.JointActuator.motor],
-    [`position`][sciad.rigid.JointActuator.position] and
-    [`velocity`][sciad.rigid.JointActuator.velocity] for the common cases.
+    acting on the dofs along the transmission (Jᵀ force), where x is the control u
+    (clipped to `ctrl_range` if given), or, with an `activation`, the actuator's
+    activation state act, driven by u (MuJoCo's `dyntype`; see
+    [`AbstractActivation`][sciad.rigid.AbstractActivation]).
+
+    Concrete: [`JointActuator`][sciad.rigid.JointActuator] and
+    [`TendonActuator`][sciad.rigid.TendonActuator]; both have the constructors
+    `motor`, `position` and `velocity`.
+
+    **Example:** `assert isinstance(sciad.rigid.JointActuator.motor("hip"), sciad.rigid.AbstractActuator)`
+    """
+
+    gain: eqx.AbstractVar[FloatScalar]
+    bias_constant: eqx.AbstractVar[FloatScalar]
+    bias_position: eqx.AbstractVar[FloatScalar]
+    bias_velocity: eqx.AbstractVar[FloatScalar]
+    ctrl_range: eqx.AbstractVar[Float[Array, "2"] | None]
+    activation: eqx.AbstractVar[AbstractActivation | None]
+
+    @property
+    @abc.abstractmethod
+    def target(self) -> str:
+        """The name of what it drives: a body (its joint) or a tendon."""
+
+    @abc.abstractmethod
+    def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
+        """The length ℓ and its Jacobian (nv,) in the `MultiBody` `mb` at configuration
+        `q` with frames `f` (MuJoCo's `actuator_length` and `actuator_moment`)."""
+
+    def force(self, x: FloatScalar, length: FloatScalar, rate: FloatScalar) -> FloatScalar:
+        """gain · x + bias_constant + bias_position · ℓ + bias_velocity · ℓ̇."""
+        dtype = length.dtype
+        return (
+            self.gain.astype(dtype) * x
+            + self.bias_constant.astype(dtype)
+            + self.bias_position.astype(dtype) * length
+            + self.bias_velocity.astype(dtype) * rate
+        )
+
+    @classmethod
+    def motor(
+        cls,
+        target: str,
+        gear: ScalarLike = 1.0,
+        *,
+        ctrl_range: RangeLike | None = None,
+        activation: AbstractActivation | None = None,
+        **where: int,
+    ) -> "AbstractActuator":
+        """A motor: force = gear · u (gear ≠ 0). `where`: `dof=` for a `JointActuator`.
+
+        **Example:** `sciad.rigid.JointActuator.motor("hip", gear=10.0)`
+        """
+        check_scalar(gear, f"{cls.__name__}.motor gear")
+        if is_concrete(gear) and float(np.asarray(gear)) == 0:
+            raise ValueError(f"{cls.__name__}.motor gear must be non-zero; got 0.")
+        return _make(cls, target, gain=gear, ctrl_range=ctrl_range, activation=activation, **where)
+
+    @classmethod
+    def position(
+        cls,
+        target: str,
+        kp: ScalarLike,
+        kv: ScalarLike = 0.0,
+        *,
+        ctrl_range: RangeLike | None = None,
+        activation: AbstractActivation | None = None,
+        **where: int,
+    ) -> "AbstractActuator":
+        """A position servo: force = kp (u − ℓ) − kv ℓ̇, u the target position (kp > 0,
+        kv ≥ 0).
+
+        **Example:** `sciad.rigid.JointActuator.position("knee", kp=50.0, kv=1.0)`
+        """
+        check_positive(kp, f"{cls.__name__}.position kp")
+        check_positive(kv, f"{cls.__name__}.position kv", zero_ok=True)
+        kp = as_float_array(kp, f"{cls.__name__}.position kp")
+        kv = as_float_array(kv, f"{cls.__name__}.position kv")
+        return _make(
+            cls,
+            target,
+            gain=kp,
+            bias_position=-kp,
+            bias_velocity=-kv,
+            ctrl_range=ctrl_range,
+            activation=activation,
+            **where,
+        )
+
+    @classmethod
+    def velocity(
+        cls,
+        target: str,
+        kv: ScalarLike,
+        *,
+        ctrl_range: RangeLike | None = None,
+        activation: AbstractActivation | None = None,
+        **where: int,
+    ) -> "AbstractActuator":
+        """A velocity servo: force = kv (u − ℓ̇), u the target velocity (kv > 0).
+
+        **Example:** `sciad.rigid.JointActuator.velocity("wheel", kv=2.0)`
+        """
+        check_positive(kv, f"{cls.__name__}.velocity kv")
+        kv = as_float_array(kv, f"{cls.__name__}.velocity kv")
+        return _make(
+            cls,
+            target,
+            gain=kv,
+            bias_velocity=-kv,
+            ctrl_range=ctrl_range,
+            activation=activation,
+            **where,
+        )
+
+
+def _make(cls: Any, target: str, **kw: Any) -> Any:
+    """`cls(target, **kw)` for the constructors of `AbstractActuator`."""
+    return cls(target, **kw)
+
+
+def _set_affine(a: Any, label: str, kw: dict[str, Any]) -> None:
+    """Validate and set the fields every `AbstractActuator` shares."""
+    for field in ("gain", "bias_constant", "bias_position", "bias_velocity"):
+        check_scalar(kw[field], f"{label} {field}")
+        setattr(a, field, as_float_array(kw[field], f"{label} {field}"))
+    a.ctrl_range = None
+    if kw["ctrl_range"] is not None:
+        r = as_float_array(kw["ctrl_range"], f"{label} ctrl_range", (2,))
+        if is_concrete(r) and not float(r[0]) < float(r[1]):
+            raise ValueError(f"{label} ctrl_range must have lower < upper; got {np.asarray(r)}.")
+        a.ctrl_range = r
+    a.activation = check_activation(kw["activation"], label)
+
+
+class JointActuator(AbstractActuator):
+    """An [`AbstractActuator`][sciad.rigid.AbstractActuator] on one degree of freedom
+    of a joint (MuJoCo's joint transmission): ℓ = q and ℓ̇ = q̇ of the dof
+    (`bias_position` needs a hinge or slider), the force acting on the dof.
 
     **Arguments:**
 
@@ -139,6 +277,8 @@ class JointActuator(eqx.Module):
     - `dof`: which of the joint's degrees of freedom (0 for hinges and sliders).
     - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
     - `ctrl_range`: optional `(lower, upper)` clip for u.
+    - `activation`: optional [`AbstractActivation`][sciad.rigid.AbstractActivation]
+      (MuJoCo's `dyntype`): the force then follows the activation state.
 
     **Example:** `sciad.rigid.JointActuator.motor("link1", gear=2.0, ctrl_range=jnp.array([-1.0, 1.0]))`
     """
@@ -150,6 +290,7 @@ class JointActuator(eqx.Module):
     bias_position: FloatScalar
     bias_velocity: FloatScalar
     ctrl_range: Float[Array, "2"] | None
+    activation: AbstractActivation | None
 
     def __init__(
         self,
@@ -161,76 +302,131 @@ class JointActuator(eqx.Module):
         bias_position: ScalarLike = 0.0,
         bias_velocity: ScalarLike = 0.0,
         ctrl_range: RangeLike | None = None,
+        activation: AbstractActivation | None = None,
     ):
         if not isinstance(joint, str) or not joint:
             raise TypeError(f"JointActuator joint must be a body name (str); got {joint!r}.")
         self.joint = joint
         self.dof = check_int(dof, "JointActuator dof", minimum=0)
-        self.gain = _scalar(gain, f"JointActuator {joint!r} gain")
-        self.bias_constant = _scalar(bias_constant, f"JointActuator {joint!r} bias_constant")
-        self.bias_position = _scalar(bias_position, f"JointActuator {joint!r} bias_position")
-        self.bias_velocity = _scalar(bias_velocity, f"JointActuator {joint!r} bias_velocity")
-        self.ctrl_range = None
-        if ctrl_range is not None:
-            r = as_float_array(ctrl_range, f"JointActuator {joint!r} ctrl_range", (2,))
-            if is_concrete(r) and not float(r[0]) < float(r[1]):
+        _set_affine(self, f"JointActuator {joint!r}", locals())
+
+    @property
+    def target(self) -> str:
+        """`joint`."""
+        return self.joint
+
+    def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
+        """q and eᵢ of the dof (ℓ = 0 on a joint with more than one coordinate)."""
+        b = mb.body_index(self.joint)
+        topo = mb.topology
+        one_dof = type(mb.joints[b]).nq == 1
+        length = q[topo.qadr[b]] if one_dof else jnp.zeros((), q.dtype)
+        moment = jnp.zeros(mb.nv, q.dtype).at[topo.dadr[b] + self.dof].set(1.0)
+        return length, moment
+
+
+class TendonActuator(AbstractActuator):
+    """An [`AbstractActuator`][sciad.rigid.AbstractActuator] pulling on a tendon
+    (MuJoCo's tendon transmission): ℓ the tendon's length, ℓ̇ = J v, the force acting
+    on the dofs as Jᵀ force (J the tendon's Jacobian).
+
+    **Arguments:**
+
+    - `tendon`: the tendon's name.
+    - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
+    - `ctrl_range`: optional `(lower, upper)` clip for u.
+    - `activation`: optional [`AbstractActivation`][sciad.rigid.AbstractActivation].
+
+    **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0)`
+    """
+
+    tendon: str = eqx.field(static=True)
+    gain: FloatScalar
+    bias_constant: FloatScalar
+    bias_position: FloatScalar
+    bias_velocity: FloatScalar
+    ctrl_range: Float[Array, "2"] | None
+    activation: AbstractActivation | None
+
+    def __init__(
+        self,
+        tendon: str,
+        *,
+        gain: ScalarLike = 1.0,
+        bias_constant: ScalarLike = 0.0,
+        bias_position: ScalarLike = 0.0,
+        bias_velocity: ScalarLike = 0.0,
+        ctrl_range: RangeLike | None = None,
+        activation: AbstractActivation | None = None,
+    ):
+        if not isinstance(tendon, str) or not tendon:
+            raise TypeError(f"TendonActuator tendon name must be a non-empty str; got {tendon!r}.")
+        self.tendon = tendon
+        _set_affine(self, f"TendonActuator {tendon!r}", locals())
+
+    @property
+    def target(self) -> str:
+        """`tendon`."""
+        return self.tendon
+
+    def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
+        """The tendon's length and Jacobian (from the frames `f`)."""
+        length, jac = f.tendons
+        k = [t.name for t in mb.tendons].index(self.tendon)
+        return length[k], jac[k]
+
+
+# --------------------------------------------------------------------------- the model's
+
+
+def controls(mb: Anything, t: RealScalarLike, q: Array, v: Array) -> Array:
+    """The actuators' controls u(t, q, v) (zero without `control`), clipped to their
+    `ctrl_range`s, shape (n_actuators,)."""
+    acts = mb.actuators
+    u = jnp.zeros(len(acts), v.dtype) if mb.control is None else mb.control(t, q, v)
+    inf = jnp.asarray(jnp.inf, v.dtype)
+    lo = jnp.stack([-inf if a.ctrl_range is None else a.ctrl_range[0] for a in acts])
+    hi = jnp.stack([inf if a.ctrl_range is None else a.ctrl_range[1] for a in acts])
+    return jnp.clip(u, lo.astype(v.dtype), hi.astype(v.dtype))
+
+
+def actuator_force(
+    mb: Anything,
+    t: RealScalarLike,
+    q: Array,
+    v: Array,
+    f: Anything,
+    act: Array | None = None,
+    dt: RealScalarLike | None = None,
+) -> Array:
+    """Σ Jᵀ force over the actuators (MuJoCo's `qfrc_actuator`), shape (nv,): each
+    actuator's input is its clipped control, or its activation `act` (with `early`,
+    the activation after a step `dt`, MuJoCo's `actearly`)."""
+    if not mb.actuators:
+        return jnp.zeros_like(v)
+    acts = mb.actuators
+    u = controls(mb, t, q, v)
+    x = [u[i] for i in range(len(acts))]
+    idx = stateful(mb)
+    if idx:
+        if act is None:
+            raise ValueError(
+                "this MultiBody's actuators have activation states: pass act (the state "
+                "is y = (q, v, act))."
+            )
+        early = [acts[i].activation.early for i in idx]
+        nxt = act
+        if any(early):
+            if dt is None:
                 raise ValueError(
-                    f"JointActuator {joint!r} ctrl_range must have lower < upper; "
-                    f"got {np.asarray(r)}."
+                    "an actuator with early activation (actearly) needs the step: run "
+                    "the model with SemiImplicitEuler or RKMK4."
                 )
-            self.ctrl_range = r
-
-    @classmethod
-    def motor(
-        cls,
-        joint: str,
-        gear: ScalarLike = 1.0,
-        *,
-        dof: int = 0,
-        ctrl_range: RangeLike | None = None,
-    ) -> "JointActuator":
-        """A torque/force motor: force = gear · u.
-
-        **Example:** `sciad.rigid.JointActuator.motor("hip", gear=10.0)`
-        """
-        check_scalar(gear, "JointActuator.motor gear")
-        if is_concrete(gear) and float(np.asarray(gear)) == 0:
-            raise ValueError("JointActuator.motor gear must be non-zero; got 0.")
-        return cls(joint, dof=dof, gain=gear, ctrl_range=ctrl_range)
-
-    @classmethod
-    def position(
-        cls,
-        joint: str,
-        kp: ScalarLike,
-        kv: ScalarLike = 0.0,
-        *,
-        ctrl_range: RangeLike | None = None,
-    ) -> "JointActuator":
-        """A position servo: force = kp (u − q) − kv q̇, u the target position.
-
-        **Example:** `sciad.rigid.JointActuator.position("knee", kp=50.0, kv=1.0)`
-        """
-        check_positive(kp, "JointActuator.position kp")
-        check_positive(kv, "JointActuator.position kv", zero_ok=True)
-        kp = jnp.asarray(kp)
-        return cls(
-            joint, gain=kp, bias_position=-kp, bias_velocity=-jnp.asarray(kv), ctrl_range=ctrl_range
-        )
-
-    @classmethod
-    def velocity(
-        cls,
-        joint: str,
-        kv: ScalarLike,
-        *,
-        dof: int = 0,
-        ctrl_range: RangeLike | None = None,
-    ) -> "JointActuator":
-        """A velocity servo: force = kv (u − q̇), u the target velocity.
-
-        **Example:** `sciad.rigid.JointActuator.velocity("wheel", kv=2.0)`
-        """
-        check_positive(kv, "JointActuator.velocity kv")
-        kv = jnp.asarray(kv)
-        return cls(joint, dof=dof, gain=kv, bias_velocity=-kv, ctrl_range=ctrl_range)
+            nxt = next_activation(mb, act, activation_rate(mb, u, act), dt)
+        for k, i in enumerate(idx):
+            x[i] = nxt[k] if early[k] else act[k]
+    out = [a.transmission(mb, q, f) for a in acts]
+    length = jnp.stack([ell for ell, _ in out])
+    moment = jnp.stack([j for _, j in out])
+    force = jnp.stack([a.force(x[i], length[i], moment[i] @ v) for i, a in enumerate(acts)])
+    return moment.T @ force

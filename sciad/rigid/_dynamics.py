@@ -17,6 +17,7 @@ import numpy as np
 
 from .._core._geometry import cross, quat_multiply, quat_rotate, quat_to_matrix
 from .._core._types import Anything, RealScalarLike
+from ._actuators import actuator_force
 from ._fluid import fluid_forces
 from ._joints import AbstractJoint
 from ._spatial import (
@@ -27,12 +28,7 @@ from ._spatial import (
     spatial_inertia,
     wrench_at_origin,
 )
-from ._tendons import (
-    tendon_actuator_force,
-    tendon_kinematics,
-    tendon_passive_force,
-    TendonActuator,
-)
+from ._tendons import tendon_kinematics, tendon_passive_force
 
 Q = Float[Array, " nq"]
 V = Float[Array, " nv"]
@@ -233,10 +229,18 @@ def velocities(mb: Anything, f: Frames, v: V) -> tuple[Array, Array]:
 
 
 def terms(
-    mb, t: RealScalarLike, q: Q, v: V, f: Frames | None = None, inertial: bool = True
+    mb,
+    t: RealScalarLike,
+    q: Q,
+    v: V,
+    f: Frames | None = None,
+    inertial: bool = True,
+    act: Array | None = None,
+    dt: RealScalarLike | None = None,
 ) -> Terms:
     """Every term of the equations of motion (without `inertial`, only the forces:
-    `mass_matrix` and `coriolis` are then zero-size placeholders)."""
+    `mass_matrix` and `coriolis` are then zero-size placeholders); `act`, `dt`: the
+    actuators' activations and the step (see `_actuators.actuator_force`)."""
     topo = mb.topology
     f = frames(mb, q, v) if f is None else f
     dt_ = v.dtype
@@ -253,7 +257,7 @@ def terms(
     # External forces: gravity, and applied wrenches at the centres of mass.
     weight = mb.mass[:, None] * mb.gravity[None, :]
     gravity = to_dofs(wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
-    applied = passive - damping * v + actuator_force(mb, t, q, v, f)
+    applied = passive - damping * v + actuator_force(mb, t, q, v, f, act, dt)
     if mb.tendons:  # the tendons' springs and dampers
         applied = applied + tendon_passive_force(mb, f, v)
     if mb.wrench is not None:
@@ -286,36 +290,3 @@ def terms(
     upper = x * jnp.asarray(topo.dof_upper, dt_)
     mass_matrix = upper + upper.T + x * jnp.asarray(topo.dof_same, dt_) + jnp.diag(armature)
     return Terms(mass_matrix, coriolis, gravity, applied, damping)
-
-
-def actuator_force(mb: Anything, t: RealScalarLike, q: Q, v: V, f: Frames) -> V:
-    if not mb.actuators:
-        return jnp.zeros_like(v)
-    topo = mb.topology
-    acts = mb.actuators
-    n_u = len(acts)
-    u = jnp.zeros(n_u, v.dtype) if mb.control is None else mb.control(t, q, v)
-    lo = jnp.stack(
-        [jnp.asarray(-jnp.inf, v.dtype) if a.ctrl_range is None else a.ctrl_range[0] for a in acts]
-    )
-    hi = jnp.stack(
-        [jnp.asarray(jnp.inf, v.dtype) if a.ctrl_range is None else a.ctrl_range[1] for a in acts]
-    )
-    u = jnp.clip(u, lo, hi)
-    # Actuators on tendons (Jᵀ f), then those on joints.
-    on_tendons = tendon_actuator_force(mb, f, u, v) if mb.tendons else jnp.zeros_like(v)
-    keep = np.asarray([i for i, a in enumerate(acts) if not isinstance(a, TendonActuator)])
-    if not keep.size:
-        return on_tendons
-    acts, u = [acts[i] for i in keep], u[keep]
-    bodies = [mb.body_index(a.joint) for a in acts]
-    dofs = np.asarray([topo.dadr[b] + a.dof for a, b in zip(acts, bodies, strict=True)])
-    one_dof = np.asarray([type(mb.joints[b]).nq == 1 for b in bodies])
-    qidx = np.asarray([topo.qadr[b] if o else 0 for b, o in zip(bodies, one_dof, strict=True)])
-    qa = jnp.where(one_dof, q[qidx], 0.0)
-    gain = jnp.stack([a.gain for a in acts])
-    b0 = jnp.stack([a.bias_constant for a in acts])
-    b1 = jnp.stack([a.bias_position for a in acts])
-    b2 = jnp.stack([a.bias_velocity for a in acts])
-    force = gain * u + b0 + b1 * qa + b2 * v[dofs]
-    return on_tendons.at[dofs].add(force)

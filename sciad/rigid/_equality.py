@@ -1,9 +1,12 @@
-"""Constraint rows besides contacts and limits: MuJoCo's tendon equality constraints
-(`TendonEquality`) and the joints' friction losses (one row per dof).
+"""Constraint rows besides contacts and limits: MuJoCo's joint and tendon equality
+constraints (`JointEquality`, `TendonEquality`) and the joints' friction losses (one
+row per dof).
 
 Functions of a `MultiBody` `mb` (duck-typed, as in `_tendons.py`)."""
 
+import abc
 from collections.abc import Sequence
+from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -26,18 +29,93 @@ def _polynomial(c: Array, x: Array) -> tuple[Array, Array]:
     return p, dp
 
 
-class TendonEquality(eqx.Module):
-    """An equality constraint on tendon lengths (MuJoCo's `<equality><tendon>`): with
-    xᵢ = ℓᵢ − ℓᵢ⁰ a tendon's length less its reference, the bilateral row
+class AbstractEquality(eqx.Module):
+    """A scalar equality constraint of a [`MultiBody`][sciad.rigid.MultiBody]
+    coupling two scalar positions polynomially (MuJoCo's joint and tendon
+    equalities, `mj_instantiateEquality`): with xᵢ an object's position less its
+    reference, the bilateral row
 
         r = x₁ − c₀ − (c₁ x₂ + c₂ x₂² + c₃ x₂³ + c₄ x₂⁴)   (r = x₁ − c₀ without `second`)
 
-    with Jacobian J₁ − p'(x₂) J₂ (p the polynomial, Jᵢ the tendons' Jacobians), force
-    unbounded and always active, solved with the contacts and limits (MuJoCo's
-    `mj_instantiateEquality`). Its inverse inertia in the regularisation is the sum
-    of the two tendons' `InverseWeights.tendon` when the model has them (MuJoCo's
+    with Jacobian J₁ − p'(x₂) J₂ (p the polynomial, Jᵢ the positions' Jacobians), force
+    unbounded and always active, solved with the contacts and limits. Its inverse
+    inertia in the regularisation is the sum of the two objects' inverse weights
+    when the model has [`InverseWeights`][sciad.rigid.InverseWeights] (MuJoCo's
     `diagApprox`), else the exact one. A model with one needs time stepping
-    ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]).
+    ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] or
+    [`RKMK4`][sciad.rigid.RKMK4]).
+
+    Concrete: [`TendonEquality`][sciad.rigid.TendonEquality],
+    [`JointEquality`][sciad.rigid.JointEquality].
+
+    **Example:** `assert isinstance(sciad.rigid.JointEquality("a", "b"), sciad.rigid.AbstractEquality)`
+    """
+
+    first: eqx.AbstractVar[str]
+    second: eqx.AbstractVar[str | None]
+    polycoef: eqx.AbstractVar[Float[Array, "5"]]
+    reference: eqx.AbstractVar[Float[Array, " k"] | None]
+    impedance: eqx.AbstractVar[Impedance | None]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The objects' names: `(first,)` or `(first, second)`."""
+        return (self.first,) if self.second is None else (self.first, self.second)
+
+    @abc.abstractmethod
+    def check(self, tendons: Sequence[Anything], joints: dict[str, Anything]) -> None:
+        """Raise a `ValueError` unless the objects exist in the model (`tendons`, and
+        the bodies' `joints` by body name)."""
+
+    @abc.abstractmethod
+    def positions(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+        """The objects' positions (k,), not yet less the reference, and their
+        Jacobians (k, nv) at configuration `q` with frames `f` of the `MultiBody` `mb`."""
+
+    @abc.abstractmethod
+    def inverse_weights(self, mb: Anything, dtype: Anything) -> Array:
+        """The objects' constant inverse weights (k,) from `mb.inverse_weights`."""
+
+    def row(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, Array]:
+        """The row's value r and Jacobian (nv,) (see the class); the reference, when
+        `None`, is the positions at the model's default state."""
+        pos, jac = self.positions(mb, f, q)
+        if self.reference is None:
+            q0 = mb.default_state()[0].astype(pos.dtype)
+            ref = self.positions(mb, mb._frames(q0), q0)[0]
+        else:
+            ref = self.reference.astype(pos.dtype)
+        x = pos - ref
+        c = self.polycoef.astype(pos.dtype)
+        if self.second is None:
+            return x[0] - c[0], jac[0]
+        p, dp = _polynomial(c, x[1])
+        return x[0] - c[0] - p, jac[0] - dp * jac[1]
+
+
+def _set_common(e: Any, owner: str, what: str, kw: dict[str, Any]) -> None:
+    """Validate and set the fields every `AbstractEquality` shares."""
+    for name in ("first", "second"):
+        x = kw[name]
+        if not (isinstance(x, str) and x) and not (name == "second" and x is None):
+            opt = "a non-empty str" + (" or None" if name == "second" else "")
+            raise TypeError(f"{owner} {name} must be {opt} ({what}); got {x!r}.")
+    e.first, e.second = kw["first"], kw["second"]
+    e.polycoef = as_float_array(kw["polycoef"], f"{owner} polycoef", (5,))
+    k = 1 if kw["second"] is None else 2
+    ref = kw["reference"]
+    e.reference = None if ref is None else as_float_array(ref, f"{owner} reference", (k,))
+    imp = kw["impedance"]
+    if imp is not None and not isinstance(imp, Impedance):
+        raise TypeError(f"{owner} impedance must be a sciad.rigid.Impedance or None; got {imp!r}.")
+    e.impedance = imp
+
+
+class TendonEquality(AbstractEquality):
+    """An [`AbstractEquality`][sciad.rigid.AbstractEquality] on tendon lengths
+    (MuJoCo's `<equality><tendon>`): xᵢ = ℓᵢ − ℓᵢ⁰, a tendon's length less its
+    reference, Jᵢ its Jacobian; the inverse weights the tendons'
+    `InverseWeights.tendon`.
 
     **Arguments:**
 
@@ -75,67 +153,119 @@ class TendonEquality(eqx.Module):
         reference: Float[ArrayLike, " k"] | Sequence[float | int] | None = None,
         impedance: Impedance | None = None,
     ):
-        for name, x in (("first", first), ("second", second)):
-            if not (isinstance(x, str) and x) and not (name == "second" and x is None):
-                what = "a non-empty str" + (" or None" if name == "second" else "")
-                raise TypeError(f"TendonEquality {name} must be {what} (a tendon name); got {x!r}.")
-        self.first, self.second = first, second
-        self.polycoef = as_float_array(polycoef, "TendonEquality polycoef", (5,))
-        k = 1 if second is None else 2
-        self.reference = (
-            None
-            if reference is None
-            else as_float_array(reference, "TendonEquality reference", (k,))
-        )
-        if impedance is not None and not isinstance(impedance, Impedance):
-            raise TypeError(
-                f"TendonEquality impedance must be a sciad.rigid.Impedance or None; got {impedance!r}."
-            )
-        self.impedance = impedance
+        _set_common(self, "TendonEquality", "a tendon name", locals())
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The tendons' names: `(first,)` or `(first, second)`."""
-        return (self.first,) if self.second is None else (self.first, self.second)
+    def check(self, tendons: Sequence[Anything], joints: dict[str, Anything]) -> None:
+        """Each tendon is one of `tendons`."""
+        names = [t.name for t in tendons]
+        for name in self.names:
+            if name not in names:
+                raise ValueError(
+                    f"TendonEquality: no tendon named {name!r}; tendons: {sorted(names)}."
+                )
 
-    def row(self, mb: Anything, f: Anything) -> tuple[FloatScalar, Array]:
-        """The row's value r and Jacobian (nv,) in the `MultiBody` `mb` with frames `f`
-        (see the class)."""
+    def positions(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+        """The tendons' lengths and Jacobians."""
         length, jac = f.tendons
         names = [t.name for t in mb.tendons]
         idx = np.asarray([names.index(n) for n in self.names])
-        if self.reference is None:
-            q0, _ = mb.default_state()
-            ref = mb._frames(q0.astype(length.dtype)).tendons[0][idx]
-        else:
-            ref = self.reference.astype(length.dtype)
-        x, j = length[idx] - ref, jac[idx]
-        c = self.polycoef.astype(length.dtype)
-        if self.second is None:
-            return x[0] - c[0], j[0]
-        p, dp = _polynomial(c, x[1])
-        return x[0] - c[0] - p, j[0] - dp * j[1]
+        return length[idx], jac[idx]
+
+    def inverse_weights(self, mb: Anything, dtype: Anything) -> Array:
+        """`InverseWeights.tendon` of the tendons."""
+        names = [t.name for t in mb.tendons]
+        idx = np.asarray([names.index(n) for n in self.names])
+        return mb.inverse_weights.tendon.astype(dtype)[idx]
+
+
+class JointEquality(AbstractEquality):
+    """An [`AbstractEquality`][sciad.rigid.AbstractEquality] on joint positions
+    (MuJoCo's `<equality><joint>`): xᵢ = qᵢ − qᵢ⁰, the coordinate of a hinge or
+    slider less its reference, Jᵢ the unit row of its dof; the inverse weights the
+    dofs' `InverseWeights.dof`. With the default `polycoef` the two joints move
+    together (a gear of ratio c₁ in general; a cubic coupling with c₂, c₃).
+
+    **Arguments:**
+
+    - `first`, `second`: names of bodies whose joints are hinges or sliders
+      (`second` optional: then x₁ = c₀ holds the first joint at c₀ from its reference).
+    - `polycoef`: (c₀, …, c₄), shape `(5,)`; default (0, 1, 0, 0, 0).
+    - `reference`: (q₁⁰,) or (q₁⁰, q₂⁰), the positions the changes are measured from
+      (MuJoCo's `qpos0`, which is q = 0 in an MJCF model's sciad coordinates); `None`
+      (default): the joints' positions at the model's default state (zero).
+    - `impedance`: the row's [`Impedance`][sciad.rigid.Impedance] (MuJoCo's `solref`,
+      `solimp`; `None`: the model's [`ContactModel`][sciad.rigid.ContactModel]'s).
+
+    **Example:**
+
+    ```python
+    gear = sciad.rigid.JointEquality("wheel1", "wheel2", polycoef=(0.0, -2.0, 0, 0, 0))
+    model = sciad.rigid.MultiBody(bodies, equalities=[gear])
+    ```
+    """
+
+    first: str = eqx.field(static=True)
+    second: str | None = eqx.field(static=True)
+    polycoef: Float[Array, "5"]
+    reference: Float[Array, " k"] | None
+    impedance: Impedance | None
+
+    def __init__(
+        self,
+        first: str,
+        second: str | None = None,
+        *,
+        polycoef: Float[ArrayLike, "5"] | Sequence[float | int] = _IDENTITY,
+        reference: Float[ArrayLike, " k"] | Sequence[float | int] | None = None,
+        impedance: Impedance | None = None,
+    ):
+        _set_common(self, "JointEquality", "a body name", locals())
+        if second == first:
+            raise ValueError(f"JointEquality first and second must differ; got {first!r} twice.")
+
+    def check(self, tendons: Sequence[Anything], joints: dict[str, Anything]) -> None:
+        """Each body exists and has a hinge or slider."""
+        for name in self.names:
+            if name not in joints:
+                raise ValueError(f"JointEquality: no body named {name!r}.")
+            j = joints[name]
+            if type(j).nq != 1 or type(j).nv != 1:
+                raise ValueError(
+                    f"JointEquality: body {name!r} has a {type(j).__name__}; joint "
+                    "equalities couple hinges and sliders."
+                )
+
+    def _dofs(self, mb: Anything) -> tuple[np.ndarray, np.ndarray]:
+        b = [mb.body_index(n) for n in self.names]
+        return np.asarray(mb.topology.qadr)[b], np.asarray(mb.topology.dadr)[b]
+
+    def positions(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+        """The joints' coordinates and unit rows."""
+        qadr, dadr = self._dofs(mb)
+        jac = jnp.zeros((len(dadr), mb.nv), q.dtype).at[np.arange(len(dadr)), dadr].set(1.0)
+        return q[qadr], jac
+
+    def inverse_weights(self, mb: Anything, dtype: Anything) -> Array:
+        """`InverseWeights.dof` of the joints' dofs."""
+        return mb.inverse_weights.dof.astype(dtype)[self._dofs(mb)[1]]
 
 
 # --------------------------------------------------------------------------- the model's
 
 
 def check_equalities(
-    equalities: Sequence[Anything], tendons: Sequence[Anything]
-) -> tuple[TendonEquality, ...]:
-    """`MultiBody`'s `equalities` checked against its tendons."""
+    equalities: Sequence[Anything], tendons: Sequence[Anything], joints: dict[str, Anything]
+) -> tuple[AbstractEquality, ...]:
+    """`MultiBody`'s `equalities` checked against its tendons and its bodies' joints
+    (by body name)."""
     equalities = tuple(equalities)
-    names = [t.name for t in tendons]
     for i, e in enumerate(equalities):
-        if not isinstance(e, TendonEquality):
+        if not isinstance(e, AbstractEquality):
             raise TypeError(
-                f"MultiBody equalities must be sciad.rigid.TendonEquality; item {i} is {e!r}."
+                "MultiBody equalities must be sciad.rigid.TendonEquality or JointEquality; "
+                f"item {i} is {e!r}."
             )
-        for name in e.names:
-            if name not in names:
-                raise ValueError(
-                    f"TendonEquality: no tendon named {name!r}; tendons: {sorted(names)}."
-                )
+        e.check(tendons, joints)
     return equalities
 
 
@@ -143,7 +273,7 @@ def check_equality_weights(mb: Anything) -> None:
     """A model with `inverse_weights` and tendon equalities must give the tendons'
     weights (shape (n_tendons,))."""
     w = mb.inverse_weights
-    if w is None or not mb.equalities:
+    if w is None or not any(isinstance(e, TendonEquality) for e in mb.equalities):
         return
     if jnp.shape(w.tendon) != (len(mb.tendons),):
         raise ValueError(
@@ -152,21 +282,18 @@ def check_equality_weights(mb: Anything) -> None:
         )
 
 
-def equality_rows(mb: Anything, f: Anything) -> list[RowBlock]:
-    """The tendon equalities' rows (MuJoCo's `mj_instantiateEquality`): r and J per
-    equality, force in (−inf, inf), always active; the diagonal MuJoCo's `diagApprox`
-    (the tendons' inverse weights summed) when the model has `inverse_weights`, else
-    `None`."""
+def equality_rows(mb: Anything, f: Anything, q: Array) -> list[RowBlock]:
+    """The equalities' rows (MuJoCo's `mj_instantiateEquality`) at configuration `q`
+    with frames `f`: r and J per equality, force in (−inf, inf), always active; the
+    diagonal MuJoCo's `diagApprox` (the objects' inverse weights summed) when the
+    model has `inverse_weights`, else `None`."""
     if not mb.equalities:
         return []
-    rows = [e.row(mb, f) for e in mb.equalities]
+    rows = [e.row(mb, f, q) for e in mb.equalities]
     dtype = rows[0][1].dtype
-    w = mb.inverse_weights
     diag = None
-    if w is not None:
-        names = [t.name for t in mb.tendons]
-        tendon = w.tendon.astype(dtype)
-        diag = jnp.stack([sum(tendon[names.index(n)] for n in e.names) for e in mb.equalities])
+    if mb.inverse_weights is not None:
+        diag = jnp.stack([jnp.sum(e.inverse_weights(mb, dtype)) for e in mb.equalities])
     inf = jnp.full(len(rows), jnp.inf, dtype)
     return [
         RowBlock(

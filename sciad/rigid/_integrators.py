@@ -35,6 +35,15 @@ def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiB
     return mb
 
 
+def _next_activation(mb: MultiBody, t: Anything, dt: Anything, y: State) -> tuple:
+    """`()` for y = (q, v); `(act⁺,)` for y = (q, v, act): the activations after the
+    step from the rates at the start (MuJoCo's `mj_advance` after Euler)."""
+    if len(y) == 2:
+        return ()
+    q, v, act = y
+    return (mb.next_activation(act, mb.activation_rate(t, q, v, act), dt),)
+
+
 def _solve_status(state: Anything) -> RESULTS:
     """`solver_failed` once a constraint solve failed (`state`: the flag, or `None`)."""
     if state is None:
@@ -97,15 +106,24 @@ class SemiImplicitEuler(AbstractIntegrator):
         """One step: kick the velocities (through the contact and limit solve, if
         any), then move the positions with the new ones."""
         mb = _multibody(self, model)
-        q, v = y
+        q, v, *rest = y
+        act = rest[0] if rest else None
+        tail = _next_activation(mb, t, dt, y)
         if not mb.constrained:
             acc = mb.accelerations(
-                t, q, v, implicit_damping_dt=dt if self.implicit_damping else None
+                t,
+                q,
+                v,
+                implicit_damping_dt=dt if self.implicit_damping else None,
+                act=act,
+                act_dt=dt,
             )
             v = v + dt * acc
-            return (mb.integrate_positions(q, dt * v), v), None
-        v, ok = mb.constrained_velocity(t, dt, q, v, implicit_damping=self.implicit_damping)
-        return (mb.integrate_positions(q, jnp.asarray(dt) * v), v), state | ~ok
+            return (mb.integrate_positions(q, dt * v), v, *tail), None
+        v, ok = mb.constrained_velocity(
+            t, dt, q, v, implicit_damping=self.implicit_damping, act=act
+        )
+        return (mb.integrate_positions(q, jnp.asarray(dt) * v), v, *tail), state | ~ok
 
     def status(self, state: Anything) -> RESULTS:
         """`solver_failed` if a contact solve did not converge."""
@@ -163,30 +181,38 @@ class RKMK4(AbstractIntegrator):
         """One RKMK4 step. The four stages run as one `lax.scan` over the tableau, so
         the dynamics is traced (and compiled) once, not four times."""
         mb = _multibody(self, model)
-        q, v = y
+        q, v, *rest = y
+        act = bool(rest)  # activation states (MuJoCo's act)
+        act0 = rest[0] if rest else jnp.zeros(0, v.dtype)
         dt = jnp.asarray(dt)
         dtype = v.dtype
         a = jnp.asarray([0.0, 0.5, 0.5, 1.0], dtype)  # the stage's increment factor
         b = jnp.asarray([1 / 6, 1 / 3, 1 / 3, 1 / 6], dtype)
 
-        def acceleration(ti, qi, vi):
+        def acceleration(ti, qi, vi, acti):
+            acti = acti if act else None
             if not mb.constrained:
-                return mb.accelerations(ti, qi, vi), jnp.asarray(True)
-            v_plus, ok = mb.constrained_velocity(ti, dt, qi, vi, implicit_damping=False)
+                return mb.accelerations(ti, qi, vi, act=acti, act_dt=dt), jnp.asarray(True)
+            v_plus, ok = mb.constrained_velocity(ti, dt, qi, vi, implicit_damping=False, act=acti)
             return (v_plus - vi) / dt, ok
 
         def stage(carry, ab):
-            kq, kv, sum_q, sum_v, ok = carry
+            kq, kv, ka, sum_q, sum_v, sum_a, ok = carry
             ai, bi = ab
-            xi, vi = (ai * dt) * kq, v + (ai * dt) * kv
+            xi, vi, acti = (ai * dt) * kq, v + (ai * dt) * kv, act0 + (ai * dt) * ka
             kq = mb.tangent_correction(xi, vi)
-            kv, ok_i = acceleration(t + ai * dt, mb.integrate_positions(q, xi), vi)
-            return (kq, kv, sum_q + bi * kq, sum_v + bi * kv, ok & ok_i), None
+            qi = mb.integrate_positions(q, xi)
+            kv, ok_i = acceleration(t + ai * dt, qi, vi, acti)
+            ka = mb.activation_rate(t + ai * dt, qi, vi, acti) if act else ka
+            carry = (kq, kv, ka, sum_q + bi * kq, sum_v + bi * kv, sum_a + bi * ka, ok & ok_i)
+            return carry, None
 
-        zero = jnp.zeros_like(v)
-        init = (zero, zero, zero, zero, jnp.asarray(True))
-        (_, _, sum_q, sum_v, ok), _ = jax.lax.scan(stage, init, (a, b))
+        zero, zero_a = jnp.zeros_like(v), jnp.zeros_like(act0)
+        init = (zero, zero, zero_a, zero, zero, zero_a, jnp.asarray(True))
+        (_, _, _, sum_q, sum_v, sum_a, ok), _ = jax.lax.scan(stage, init, (a, b))
         y1 = (mb.integrate_positions(q, dt * sum_q), v + dt * sum_v)
+        if act:  # MuJoCo's mj_advance with the weighted rates: Euler or exact, clamped
+            y1 = y1 + (mb.next_activation(act0, sum_a, dt),)
         return y1, None if state is None else state | ~ok
 
 
@@ -242,6 +268,11 @@ class FreeBodySplitting(AbstractIntegrator):
     def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
         """No state (checks that every body of `model` is free)."""
         mb = _no_contacts(self, model)
+        if mb.na:
+            raise ValueError(
+                "FreeBodySplitting cannot run actuators with activation states; use "
+                "RKMK4 or SemiImplicitEuler."
+            )
         if not all(isinstance(j, FreeJoint) for j in mb.joints):
             others = sorted({type(j).__name__ for j in mb.joints if not isinstance(j, FreeJoint)})
             raise ValueError(

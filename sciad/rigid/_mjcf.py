@@ -62,7 +62,8 @@ class MJCFModel(eqx.Module):
 
     - `model`: the `MultiBody`.
     - `y0`: `(q0, v0)`: MuJoCo's `qpos0` (keyframes are ignored) in sciad's layout and
-      zero velocity, shapes `(nq,)` and `(nv,)`.
+      zero velocity, shapes `(nq,)` and `(nv,)`; for a model with activation states
+      `(q0, v0, act0)`, act0 = 0 of shape `(na,)` (MuJoCo's `act`, in its order).
     - `dt`: the `<option timestep>` (time units).
     - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicit and implicitfast
       integrators, `RKMK4` for RK4 (see [`from_mujoco`][sciad.rigid.from_mujoco]).
@@ -79,7 +80,10 @@ class MJCFModel(eqx.Module):
     """
 
     model: MultiBody
-    y0: tuple[Float[Array, " nq"], Float[Array, " nv"]]
+    y0: (
+        tuple[Float[Array, " nq"], Float[Array, " nv"]]
+        | tuple[Float[Array, " nq"], Float[Array, " nv"], Float[Array, " na"]]
+    )
     dt: float = eqx.field(static=True)
     integrator: AbstractIntegrator
     qpos_offset: Float[Array, " nq"]
@@ -273,12 +277,17 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       (the range is narrowed by it). A negative (direct stiffness and damping) limit
       `solref` is refused.
     - **actuators** with a joint transmission on a hinge or slider and affine force
-      gain·u + bias (`motor`, `position`, `velocity`, `general` without dynamics):
+      gain·u + bias (`motor`, `position`, `velocity`, `general`):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
       and biases; `ctrlrange` (when `ctrllimited`) becomes its `ctrl_range`. The
       controls come from `control` (zero if `None`), in MuJoCo's actuator order.
       Actuators with a tendon transmission become
       [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way.
+      Activation dynamics `filter`, `filterexact` and `integrator` (with `actrange`
+      when `actlimited`, and `actearly`) become the actuator's
+      [`FilterActivation`][sciad.rigid.FilterActivation] or
+      [`IntegratorActivation`][sciad.rigid.IntegratorActivation]: the model's state
+      is then (q, v, act), act MuJoCo's `act`, integrated as MuJoCo's Euler and RK4 do.
     - **tendons**: fixed tendons ([`FixedTendon`][sciad.rigid.FixedTendon], with the
       offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites
       ([`SpatialTendon`][sciad.rigid.SpatialTendon]) with `stiffness`,
@@ -289,7 +298,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       RK4; MuJoCo's implicit integrators treat it implicitly).
     - **equality constraints** between tendons (`<equality><tendon>`, active ones):
       [`TendonEquality`][sciad.rigid.TendonEquality] with its `polycoef`, the
-      tendons' `tendon_length0` as reference, its `solref`/`solimp`.
+      tendons' `tendon_length0` as reference, its `solref`/`solimp`; between hinges
+      and sliders (`<equality><joint>`):
+      [`JointEquality`][sciad.rigid.JointEquality], measured from `qpos0`.
     - **joint friction loss** (`frictionloss` of hinges and sliders): the joint's
       `frictionloss` with `solreffriction`/`solimpfriction`; the dofs' `dof_invweight0`
       for its row.
@@ -323,13 +334,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     such feature of the model, each naming the element (by its MuJoCo name, or its
     index when unnamed) and the feature: tendons wrapping around geoms or through
     pulleys, tendon armature, polynomial tendon springs and dampers, equality
-    constraints other than tendon equalities (connect, weld, joint, flex), flexes,
+    constraints other than tendon and joint equalities (connect, weld, flex), flexes,
     plugins, mocap bodies, gravity compensation, stiffness and frictionloss of ball and
     free joints,
     contact priorities, condim 4 and 6, unequal solmix, actuators on
-    ball or free joints or through sites, slider-cranks or bodies, actuator
-    dynamics (filters, integrators, muscles), force ranges and the discrete
-    integrator.
+    ball or free joints or through sites, slider-cranks or bodies, muscles
+    and user activation dynamics, force ranges and the discrete integrator.
 
     **Arguments:**
 
@@ -354,6 +364,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     if not isinstance(m, mujoco.MjModel):
         raise TypeError(f"from_mujoco needs a compiled mujoco.MjModel; got {type(m).__name__}.")
     label = Labels(mujoco, m)
+    if m.nv == 0:
+        label.block(
+            "MJCF model: no degrees of freedom (no joints): a MultiBody needs a moving "
+            "body; MuJoCo only advances the time of such a model (dm_control's lqr.xml "
+            "is a template its task fills with a chain)."
+        )
     _check_model(m, mujoco, label)
     colliding = colliding_geoms(m, mujoco)
 
@@ -434,7 +450,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
     tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
-    equalities = convert_equalities(m, mujoco, label, tendons)
+    equalities = convert_equalities(m, mujoco, label, tendons, joint_body.__getitem__)
     actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
@@ -488,9 +504,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             offset[m.jnt_qposadr[j]] = m.qpos0[m.jnt_qposadr[j]]
     qpos_offset = jnp.asarray(offset)
     q0 = jnp.asarray(np.asarray(m.qpos0, dtype=np.float64)) - qpos_offset
+    v0 = jnp.zeros(m.nv, dtype=q0.dtype)
     return MJCFModel(
         model=model,
-        y0=(q0, jnp.zeros(m.nv, dtype=q0.dtype)),
+        y0=(q0, v0, jnp.zeros(model.na, q0.dtype)) if model.na else (q0, v0),
         dt=float(m.opt.timestep),
         integrator=_integrator(m, mujoco),
         qpos_offset=qpos_offset,

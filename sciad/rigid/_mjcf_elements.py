@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 
 from .._core._geometry import _hamilton_np
-from ._actuators import JointActuator
+from ._activation import AbstractActivation, FilterActivation, IntegratorActivation
+from ._actuators import JointActuator, TendonActuator
 from ._geom import Geom
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
-from ._tendons import TendonActuator
 
 # --------------------------------------------------------------------------- helpers
 
@@ -161,6 +161,37 @@ def tendon_name(label: Labels, i: int) -> str:
     return label.name("tendon", i) or f"tendon{i}"
 
 
+def _activation(m: Any, mujoco: Any, label: Labels, a: int) -> AbstractActivation | None:
+    """MuJoCo actuator `a`'s activation dynamics: `None` (`dyntype="none"`), a
+    `FilterActivation` (filter, filterexact; τ = `dynprm[0]`) or an
+    `IntegratorActivation`, with `actrange` (when `actlimited`) and `actearly`; other
+    dynamics are reported to `label.block`."""
+    D = mujoco.mjtDyn
+    dyn = int(m.actuator_dyntype[a])
+    if dyn == int(D.mjDYN_NONE):
+        return None
+    where = label("actuator", a)
+    kw: dict[str, Any] = dict(early=bool(m.actuator_actearly[a]))
+    if m.actuator_actlimited[a]:
+        kw.update(act_range=np.asarray(m.actuator_actrange[a], dtype=np.float64))
+    if int(m.actuator_actnum[a]) != 1:
+        label.block(f"{where}: {m.actuator_actnum[a]} activation states (only one).")
+        return None
+    tau = float(m.actuator_dynprm[a][0])
+    if dyn in (int(D.mjDYN_FILTER), int(D.mjDYN_FILTEREXACT)) and tau > 0:
+        return FilterActivation(tau, exact=dyn == int(D.mjDYN_FILTEREXACT), **kw)
+    if dyn == int(D.mjDYN_INTEGRATOR):
+        return IntegratorActivation(**kw)
+    if dyn in (int(D.mjDYN_FILTER), int(D.mjDYN_FILTEREXACT)):
+        label.block(f"{where}: a filter time constant dynprm[0] = {tau:g} (it must be > 0).")
+        return None
+    label.block(
+        f"{where}: activation dynamics {D(dyn).name} are not supported (filter, "
+        "filterexact and integrator are)."
+    )
+    return None
+
+
 def convert_actuator(
     m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
 ) -> JointActuator | TendonActuator | None:
@@ -184,9 +215,7 @@ def convert_actuator(
             f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
             "supported; only on hinges and sliders."
         )
-    if int(m.actuator_dyntype[a]) != int(mujoco.mjtDyn.mjDYN_NONE):
-        kind = mujoco.mjtDyn(int(m.actuator_dyntype[a])).name
-        label.block(f"{where}: activation dynamics ({kind}) are not supported.")
+    activation = _activation(m, mujoco, label, a)
     if int(m.actuator_gaintype[a]) != int(mujoco.mjtGain.mjGAIN_FIXED):
         kind = mujoco.mjtGain(int(m.actuator_gaintype[a])).name
         label.block(f"{where}: gain type {kind} is not supported (only fixed gains).")
@@ -218,6 +247,7 @@ def convert_actuator(
     if tendon:  # length = g·ℓ, force = gain·u + b0 + b1·g·ℓ + b2·g·ℓ̇, applied as g·Jᵀ force
         return TendonActuator(
             tendon_name(label, j),
+            activation=activation,
             gain=g * float(m.actuator_gainprm[a][0]),
             bias_constant=g * b0,
             bias_position=g * g * b1,
@@ -229,6 +259,7 @@ def convert_actuator(
     ref = float(m.qpos0[m.jnt_qposadr[j]])
     return JointActuator(
         body_of_joint(j),
+        activation=activation,
         gain=g * float(m.actuator_gainprm[a][0]),
         bias_constant=g * (b0 + b1 * g * ref),
         bias_position=g * g * b1,

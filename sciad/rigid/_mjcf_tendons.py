@@ -1,15 +1,15 @@
 """The MJCF converter's tendons: MuJoCo's fixed and spatial tendons as sciad's
 `FixedTendon` and `SpatialTendon`, and its tendon equalities as `TendonEquality`,
-refusing (through `Labels.block`) what sciad cannot represent: wrapping around geoms,
-pulleys, nonlinear springs and dampers, tendon armature, actuator force limits and
-the other equality constraints."""
+and its joint equalities as `JointEquality`, refusing (through `Labels.block`) what
+sciad cannot represent: wrapping around geoms, pulleys, nonlinear springs and
+dampers, tendon armature, actuator force limits and the other equality constraints."""
 
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ._equality import TendonEquality
+from ._equality import AbstractEquality, JointEquality, TendonEquality
 from ._mjcf_elements import compose, disabled, impedance_of, Labels, nonzero, tendon_name
 from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
 
@@ -106,39 +106,51 @@ def convert_tendons(
 
 
 def convert_equalities(
-    m: Any, mujoco: Any, label: Labels, tendons: list[AbstractTendon]
-) -> list[TendonEquality]:
-    """MuJoCo's active (`eq_active0`) tendon equalities as `TendonEquality`s with
-    `polycoef` = `eq_data[:5]`, `reference` = `tendon_length0` and the `solref` and
-    `solimp`; none when equalities or constraints are disabled. The other kinds
-    (connect, weld, joint, flex) are reported to `label.block`."""
+    m: Any,
+    mujoco: Any,
+    label: Labels,
+    tendons: list[AbstractTendon],
+    body_of_joint: Callable[[int], str],
+) -> list[AbstractEquality]:
+    """MuJoCo's active (`eq_active0`) tendon and joint equalities as
+    `TendonEquality`s (`reference` = `tendon_length0`) and `JointEquality`s on the
+    sciad bodies `body_of_joint(j)` (`reference` 0: sciad's q is qpos − qpos0 on
+    hinges and sliders, MuJoCo's reference), with `polycoef` = `eq_data[:5]` and the
+    `solref` and `solimp`; none when equalities or constraints are disabled. The other
+    kinds (connect, weld, flex) are reported to `label.block`."""
     if disabled(m, mujoco, "mjDSBL_EQUALITY") or disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
         return []
-    tendon = int(mujoco.mjtEq.mjEQ_TENDON)
+    E, T = mujoco.mjtEq, mujoco.mjtJoint
     converted = {t.name for t in tendons}
-    out = []
+    out: list[AbstractEquality] = []
     for i in range(m.neq):
         where = label("equality", i)
-        if int(m.eq_type[i]) != tendon:
-            kind = mujoco.mjtEq(int(m.eq_type[i])).name.removeprefix("mjEQ_").lower()
+        kind = int(m.eq_type[i])
+        if kind not in (int(E.mjEQ_TENDON), int(E.mjEQ_JOINT)):
+            name = E(kind).name.removeprefix("mjEQ_").lower()
             label.block(
-                f"{where}: equality constraints ({kind}) are not supported; only tendon "
-                "equalities are."
+                f"{where}: equality constraints ({name}) are not supported; only joint and "
+                "tendon equalities are."
             )
             continue
         if not m.eq_active0[i]:
             continue
         ids = [int(x) for x in (m.eq_obj1id[i], m.eq_obj2id[i]) if x >= 0]
+        kw: dict[str, Any] = dict(
+            polycoef=np.asarray(m.eq_data[i][:5], dtype=np.float64),
+            impedance=impedance_of(label, where, m.eq_solref[i], m.eq_solimp[i]),
+        )
+        if kind == int(E.mjEQ_JOINT):
+            scalar = (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE))
+            if any(int(m.jnt_type[j]) not in scalar for j in ids):
+                label.block(f"{where}: a joint equality on a ball or free joint.")
+                continue
+            names = [body_of_joint(j) for j in ids]
+            out.append(JointEquality(*names, reference=np.zeros(len(ids)), **kw))
+            continue
         names = [tendon_name(label, t) for t in ids]
         if not set(names) <= converted:
             continue  # the tendon itself was refused, with its reason
-        imp = impedance_of(label, where, m.eq_solref[i], m.eq_solimp[i])
-        out.append(
-            TendonEquality(
-                *names,
-                polycoef=np.asarray(m.eq_data[i][:5], dtype=np.float64),
-                reference=np.asarray(m.tendon_length0, dtype=np.float64)[ids],
-                impedance=imp,
-            )
-        )
+        reference = np.asarray(m.tendon_length0, dtype=np.float64)[ids]
+        out.append(TendonEquality(*names, reference=reference, **kw))
     return out

@@ -14,7 +14,15 @@ from .._core._model import AbstractModel, expect_shape
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
 from .._core._validate import as_float_array, is_concrete
 from . import _dynamics as _dyn, _step
-from ._actuators import AbstractControl, ConstantControl, JointActuator
+from ._activation import activation_rate, next_activation, stateful
+from ._actuators import (
+    AbstractActuator,
+    AbstractControl,
+    ConstantControl,
+    controls,
+    JointActuator,
+    TendonActuator,
+)
 from ._body import Body
 from ._collision import (
     check_margins,
@@ -28,12 +36,12 @@ from ._collision import (
 from ._constraint_solver import body_jacobians
 from ._dynamics import Frames, Terms
 from ._equality import (
+    AbstractEquality,
     check_equalities,
     check_equality_weights,
     equality_rows,
     friction_joints,
     joint_friction_rows,
-    TendonEquality,
 )
 from ._fluid import Medium
 from ._geom import ContactModel, Geom
@@ -48,13 +56,13 @@ from ._tendons import (
     check_tendons,
     tendon_energy,
     tendon_rows,
-    TendonActuator,
 )
 from ._topology import Topology, topology
 from ._types import Vec3Like
 
 Q = Float[Array, " nq"]
 V = Float[Array, " nv"]
+A = Float[Array, " na"]
 
 
 def _check_massless(bodies: tuple[Body, ...], parents: list[int]) -> None:
@@ -92,7 +100,10 @@ class MultiBody(AbstractModel):
 
     The state is y = (q, v) in generalised coordinates: q stacks the joints' positions
     (shape `(nq,)`, quaternions for ball and free joints) and v their velocities
-    (shape `(nv,)`), bodies in the order given. The dynamics is
+    (shape `(nv,)`), bodies in the order given. A model whose actuators have
+    activation dynamics ([`AbstractActivation`][sciad.rigid.AbstractActivation])
+    has the state y = (q, v, act), act of shape `(na,)` holding the activations
+    (MuJoCo's `act`) in actuator order; `default_state` gives the right one. The dynamics is
     M(q) v̇ = τ(t, q, v) − b(q, v) with the mass matrix M from the composite-rigid-body
     algorithm (CRBA) and the bias b (Coriolis, centrifugal, gyroscopic and gravity
     forces) from the recursive Newton–Euler algorithm (RNEA), solved by Cholesky.
@@ -113,12 +124,15 @@ class MultiBody(AbstractModel):
     - `bodies`: a sequence of [`Body`][sciad.rigid.Body], parents before children.
     - `gravity`: shape `(3,)` (length/time²); default (0, 0, −9.81).
     - `actuators`: a sequence of [`JointActuator`][sciad.rigid.JointActuator]s and
-      [`TendonActuator`][sciad.rigid.TendonActuator]s.
+      [`TendonActuator`][sciad.rigid.TendonActuator]s. Those with an `activation`
+      (MuJoCo's filters and integrators) each add an activation state to y (see
+      below).
     - `tendons`: a sequence of [`FixedTendon`][sciad.rigid.FixedTendon]s and
       [`SpatialTendon`][sciad.rigid.SpatialTendon]s: their springs and dampers act as
       passive forces, their limits and friction losses as constraints.
-    - `equalities`: a sequence of [`TendonEquality`][sciad.rigid.TendonEquality]s:
-      constraints on the tendons' lengths (MuJoCo's tendon equalities).
+    - `equalities`: a sequence of [`TendonEquality`][sciad.rigid.TendonEquality]s and
+      [`JointEquality`][sciad.rigid.JointEquality]s: constraints on the tendons'
+      lengths and the joints' positions (MuJoCo's tendon and joint equalities).
     - `control`: an [`AbstractControl`][sciad.rigid.AbstractControl] giving the
       actuators' inputs u(t, q, v), shape `(n_actuators,)`; zero if `None`.
     - `wrench`: applied wrenches, shape `(n, 6)`: (force, torque) per body in the
@@ -173,9 +187,9 @@ class MultiBody(AbstractModel):
     com: Float[Array, "n 3"]
     inertia_quat: Float[Array, "n 4"]
     gravity: Float[Array, "3"]
-    actuators: tuple[JointActuator | TendonActuator, ...]
+    actuators: tuple[AbstractActuator, ...]
     tendons: tuple[AbstractTendon, ...]
-    equalities: tuple[TendonEquality, ...]
+    equalities: tuple[AbstractEquality, ...]
     control: AbstractControl | None
     wrench: AbstractControl | None
     geoms: tuple[Geom, ...]
@@ -190,9 +204,9 @@ class MultiBody(AbstractModel):
         bodies: Sequence[Body],
         *,
         gravity: Vec3Like = (0.0, 0.0, -9.81),
-        actuators: Sequence[JointActuator | TendonActuator] = (),
+        actuators: Sequence[AbstractActuator] = (),
         tendons: Sequence[AbstractTendon] = (),
-        equalities: Sequence[TendonEquality] = (),
+        equalities: Sequence[AbstractEquality] = (),
         control: AbstractControl | None = None,
         wrench: Float[ArrayLike, "n 6"] | AbstractControl | None = None,
         geoms: Sequence[Geom] = (),
@@ -241,13 +255,14 @@ class MultiBody(AbstractModel):
         self.gravity = as_float_array(gravity, "MultiBody gravity", (3,))
         actuators = tuple(actuators)
         for a in actuators:
-            if isinstance(a, TendonActuator):  # checked with the tendons
-                continue
-            if not isinstance(a, JointActuator):
+            if not isinstance(a, AbstractActuator):
                 raise TypeError(
                     "MultiBody actuators must be sciad.rigid.JointActuator or "
                     f"TendonActuator; got {a!r}."
                 )
+            if isinstance(a, TendonActuator):  # checked with the tendons
+                continue
+            assert isinstance(a, JointActuator)
             if a.joint not in index:
                 raise ValueError(f"JointActuator: no body named {a.joint!r}.")
             joint = bodies[index[a.joint]].joint
@@ -267,7 +282,9 @@ class MultiBody(AbstractModel):
                 )
         self.actuators = actuators
         self.tendons = check_tendons(tendons, bodies, index, actuators)
-        self.equalities = check_equalities(equalities, self.tendons)
+        self.equalities = check_equalities(
+            equalities, self.tendons, {b.name: b.joint for b in bodies}
+        )
         if control is not None and not isinstance(control, AbstractControl):
             raise TypeError(f"control must be a sciad.rigid.AbstractControl; got {control!r}.")
         self.control = control
@@ -321,7 +338,7 @@ class MultiBody(AbstractModel):
         check_margins(geoms, self.pairs)
 
     def _check_inputs(self) -> None:
-        q0, v0 = self.default_state()
+        q0, v0 = self.default_state()[:2]
         n_u = len(self.actuators)
         for name, fn, shape in (
             ("control", self.control, (n_u,)),
@@ -362,6 +379,11 @@ class MultiBody(AbstractModel):
         return self.topology.nv
 
     @property
+    def na(self) -> int:
+        """The number of activation states: actuators with an `activation`."""
+        return len(stateful(self))
+
+    @property
     def limited(self) -> np.ndarray:
         """The indices of the bodies whose joints have hard limits (static)."""
         return np.asarray([i for i, j in enumerate(self.joints) if j.hard_limited], np.int64)
@@ -386,11 +408,12 @@ class MultiBody(AbstractModel):
         except ValueError:
             raise ValueError(f"no body named {name!r}; bodies: {self.names}.") from None
 
-    def default_state(self) -> tuple[Q, V]:
+    def default_state(self) -> tuple[Q, V] | tuple[Q, V, A]:
         """(q₀, 0): every joint at its neutral configuration; free bodies at their
-        `pos`/`quat`.
+        `pos`/`quat`; with activation states also act = 0 (MuJoCo's initial `act`).
 
-        **Returns:** `(q, v)` with shapes `(nq,)` and `(nv,)`.
+        **Returns:** `(q, v)` with shapes `(nq,)` and `(nv,)`, or `(q, v, act)` with
+        act of shape `(na,)` when `na > 0`.
         """
         parts = []
         for i, j in enumerate(self.joints):
@@ -399,7 +422,8 @@ class MultiBody(AbstractModel):
             else:
                 parts.append(j.neutral().astype(self.pos.dtype))
         q = jnp.concatenate(parts)
-        return q, jnp.zeros(self.nv, dtype=q.dtype)
+        v = jnp.zeros(self.nv, dtype=q.dtype)
+        return (q, v, jnp.zeros(self.na, q.dtype)) if self.na else (q, v)
 
     # ------------------------------------------------------------------ kinematics
 
@@ -440,9 +464,16 @@ class MultiBody(AbstractModel):
     # ------------------------------------------------------------------ dynamics
 
     def _terms(
-        self, t: RealScalarLike, q: Q, v: V, f: Frames | None = None, inertial: bool = True
+        self,
+        t: RealScalarLike,
+        q: Q,
+        v: V,
+        f: Frames | None = None,
+        inertial: bool = True,
+        act: A | None = None,
+        act_dt: RealScalarLike | None = None,
     ) -> Terms:
-        return _dyn.terms(self, t, q, v, f, inertial)
+        return _dyn.terms(self, t, q, v, f, inertial, act, act_dt)
 
     def mass_matrix(self, q: Q) -> Float[Array, "nv nv"]:
         """M(q), armature included (CRBA), shape `(nv, nv)`, symmetric positive definite.
@@ -457,13 +488,28 @@ class MultiBody(AbstractModel):
         terms = self._terms(0.0, q, v)
         return terms.coriolis - terms.gravity
 
-    def applied_force(self, t: RealScalarLike, q: Q, v: V) -> V:
+    def applied_force(
+        self,
+        t: RealScalarLike,
+        q: Q,
+        v: V,
+        act: A | None = None,
+        act_dt: RealScalarLike | None = None,
+    ) -> V:
         """τ(t, q, v): actuators, applied wrenches, soft limits, damping (−D v) and
-        the medium's fluid forces; everything but gravity and inertia. Shape `(nv,)`."""
-        return self._terms(t, q, v).applied
+        the medium's fluid forces; everything but gravity and inertia. Shape `(nv,)`.
+        `act`, `act_dt`: the activations and step (see `accelerations`)."""
+        return self._terms(t, q, v, act=act, act_dt=act_dt).applied
 
     def accelerations(
-        self, t: RealScalarLike, q: Q, v: V, implicit_damping_dt: RealScalarLike | None = None
+        self,
+        t: RealScalarLike,
+        q: Q,
+        v: V,
+        implicit_damping_dt: RealScalarLike | None = None,
+        *,
+        act: A | None = None,
+        act_dt: RealScalarLike | None = None,
     ) -> V:
         """v̇ = M⁻¹ (τ − b), by a Cholesky solve.
 
@@ -473,12 +519,15 @@ class MultiBody(AbstractModel):
         - `implicit_damping_dt`: if given (a step h), solve (M + h D) v̇ = τ − b instead:
           the damping D is then integrated implicitly by a semi-implicit Euler step, as
           MuJoCo's Euler integrator does.
+        - `act`: the activations, shape `(na,)` (needed when `na > 0`).
+        - `act_dt`: the step over which actuators with `early` activation advance
+          theirs before acting (MuJoCo's `actearly`; needed only by them).
 
         **Returns:** shape `(nv,)`.
 
         **Example:** `qacc = model.accelerations(0.0, q, v)`
         """
-        terms = self._terms(t, q, v)
+        terms = self._terms(t, q, v, act=act, act_dt=act_dt)
         m = terms.mass_matrix
         if implicit_damping_dt is not None:
             m = m + jnp.diag(implicit_damping_dt * terms.damping)
@@ -491,17 +540,40 @@ class MultiBody(AbstractModel):
         terms = self._terms(t, q, v)
         return terms.mass_matrix @ qacc + terms.coriolis - terms.gravity - terms.applied
 
+    def activation_rate(self, t: RealScalarLike, q: Q, v: V, act: A) -> A:
+        """act_dot (MuJoCo's `act_dot`): each activation's rate for the actuators'
+        clipped controls at (t, q, v), shape `(na,)`.
+
+        **Example:** `act_dot = model.activation_rate(0.0, q, v, act)`
+        """
+        return activation_rate(self, controls(self, t, q, v), act)
+
+    def next_activation(self, act: A, act_dot: A, dt: RealScalarLike) -> A:
+        """The activations after a step `dt` at rates `act_dot`: Euler, or a filter's
+        exact exponential, then clamped to each `act_range` (MuJoCo's
+        `mj_nextActivation`), shape `(na,)`.
+
+        **Example:** `act1 = model.next_activation(act, model.activation_rate(t, q, v, act), dt)`
+        """
+        return next_activation(self, act, act_dot, dt)
+
     def vector_field(self, t: RealScalarLike, y: State) -> State:
-        """dy/dt = (q̇, v̇): q̇ from each joint's `position_derivative` (a model with
-        contacts or hard joint limits raises: it needs time stepping)."""
+        """dy/dt = (q̇, v̇), or (q̇, v̇, act_dot) with activations: q̇ from each joint's
+        `position_derivative` (a model with contacts or hard joint limits raises: it
+        needs time stepping). The activation ranges' clamps and the filters' exact
+        integration are steps of [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]
+        and [`RKMK4`][sciad.rigid.RKMK4], not part of the vector field."""
         if self.constrained:
             raise ValueError(
                 f"a MultiBody with {self.constraint_names()} has no smooth vector field: "
                 "run it with sciad.rigid.SemiImplicitEuler() (sciad.simulate's default "
                 "for it)."
             )
-        q, v = y
-        return self.position_derivative(q, v), self.accelerations(t, q, v)
+        q, v, *act = y
+        if not act:
+            return self.position_derivative(q, v), self.accelerations(t, q, v)
+        acc = self.accelerations(t, q, v, act=act[0])
+        return self.position_derivative(q, v), acc, self.activation_rate(t, q, v, act[0])
 
     def default_integrator(self) -> AbstractIntegrator:
         """`SemiImplicitEuler()` with contacts or hard limits, `RKMK4()` without."""
@@ -517,7 +589,7 @@ class MultiBody(AbstractModel):
         ten_rows = f"tendon limits or friction losses ({', '.join(ten)})" if ten else ""
         dry = [repr(self.names[i]) for i in friction_joints(self)]
         dry_rows = f"joint friction losses ({', '.join(dry)})" if dry else ""
-        eq = "tendon equalities" if self.equalities else ""
+        eq = "equalities" if self.equalities else ""
         parts = ("contacts" if self.pairs else "", limits, ten_rows, dry_rows, eq)
         return " and ".join(x for x in parts if x)
 
@@ -529,6 +601,7 @@ class MultiBody(AbstractModel):
         v: V,
         *,
         implicit_damping: bool = True,
+        act: A | None = None,
     ) -> tuple[V, Array]:
         """The velocity after a step of length `dt` from (t, q, v) with the contacts and
         hard limits solved: the public kernel of time-stepping integrators
@@ -544,7 +617,8 @@ class MultiBody(AbstractModel):
         implicitly: v + (M + dt·D)⁻¹ M (v⁺ − v).
 
         **Arguments:** `t` (time), `dt` (> 0), `q` shape `(nq,)`, `v` shape `(nv,)`;
-        `implicit_damping` (bool, default True).
+        `implicit_damping` (bool, default True); `act`: the activations, shape
+        `(na,)` (needed when `na > 0`).
 
         **Returns:** `(v⁺, converged)`: shape `(nv,)` and a boolean scalar.
 
@@ -556,7 +630,7 @@ class MultiBody(AbstractModel):
                 "losses, tendon limits or equalities); this MultiBody has none (use "
                 "accelerations)."
             )
-        return _step.constrained_velocity(self, t, dt, q, v, implicit_damping)
+        return _step.constrained_velocity(self, t, dt, q, v, implicit_damping, act)
 
     def _limits(self, f: Frames) -> RowBlock:
         """The hard limits' constraint rows, one per limited joint: values r (L,)
@@ -582,11 +656,11 @@ class MultiBody(AbstractModel):
             False,
         )
 
-    def _extra_rows(self, f: Frames) -> list[RowBlock]:
-        """The scalar constraint rows besides contacts and joint limits, as
-        `RowBlock`s: the joints' friction losses, the tendons' limits and friction
-        losses, and the tendon equalities."""
-        return joint_friction_rows(self, f) + tendon_rows(self, f) + equality_rows(self, f)
+    def _extra_rows(self, f: Frames, q: Q) -> list[RowBlock]:
+        """The scalar constraint rows besides contacts and joint limits at
+        configuration q with frames f, as `RowBlock`s: the joints' friction losses,
+        the tendons' limits and friction losses, and the equalities."""
+        return joint_friction_rows(self, f) + tendon_rows(self, f) + equality_rows(self, f, q)
 
     # ------------------------------------------------------------------ contacts
 
@@ -698,7 +772,7 @@ class MultiBody(AbstractModel):
 
         **Example:** `sciad.SaveAt(steps=10, fn=lambda t, y, m: m.energy(y))`
         """
-        q, v = y
+        q, v = y[:2]
         return self.kinetic_energy(q, v) + self.potential_energy(q)
 
     def momentum(self, q: Q, v: V) -> Float[Array, "6"]:
@@ -709,18 +783,23 @@ class MultiBody(AbstractModel):
         return jnp.sum(matvec(f.inertia, vb), axis=0)
 
     def check_state(self, y: State) -> None:
-        """y = (q, v) with shapes `(nq,)` and `(nv,)`, and, when q is concrete, its
+        """y = (q, v) with shapes `(nq,)` and `(nv,)` (with activations (q, v, act),
+        act of shape `(na,)`), and, when q is concrete, its
         quaternions of unit length (to 1e-3: normalise with `normalize`). A contact
         that starts deeper than a tenth of the smaller geom's
         [`inradius`][sciad.rigid.AbstractShape.inradius] gets a `UserWarning` naming the
         geoms and the depth: it would be pushed out at depth/τ and launch the body."""
-        if not (isinstance(y, tuple) and len(y) == 2):
-            raise ValueError(
-                f"y0 for a MultiBody must be a tuple (q, v) of shapes ({self.nq},), "
-                f"({self.nv},); got {type(y).__name__}."
-            )
+        n = 3 if self.na else 2
+        if not (isinstance(y, tuple) and len(y) == n):
+            what = f"(q, v, act) of shapes ({self.nq},), ({self.nv},), ({self.na},)"
+            if not self.na:
+                what = f"(q, v) of shapes ({self.nq},), ({self.nv},)"
+            got = f"a tuple of {len(y)}" if isinstance(y, tuple) else type(y).__name__
+            raise ValueError(f"y0 for this MultiBody must be a tuple {what}; got {got}.")
         expect_shape("y0[0] (q)", y[0], (self.nq,), "joint positions")
         expect_shape("y0[1] (v)", y[1], (self.nv,), "joint velocities")
+        if self.na:
+            expect_shape("y0[2] (act)", y[2], (self.na,), "actuator activations")
         # Inside an outer jit even operations on concrete values are staged: evaluate
         # these checks on the concrete values now.
         with jax.ensure_compile_time_eval():

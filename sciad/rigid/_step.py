@@ -26,11 +26,11 @@ def _contact_diagonal(mb: Anything, c: Anything, dtype: Anything) -> Anything:
     return tran[np.asarray(c.body_a)] + tran[np.asarray(c.body_b)]
 
 
-def _row_blocks(mb: Anything, f: Anything) -> list[RowBlock]:
+def _row_blocks(mb: Anything, f: Anything, q: Anything) -> list[RowBlock]:
     """Every scalar constraint row block of the model but the contacts': hard joint
-    limits, and the rows other elements add (`MultiBody._row_blocks`)."""
+    limits, and the rows other elements add (`MultiBody._extra_rows`)."""
     blocks = [mb._limits(f)] if mb.limited.size else []
-    return blocks + list(mb._extra_rows(f))
+    return blocks + list(mb._extra_rows(f, q))
 
 
 def constrained_velocity(
@@ -40,16 +40,17 @@ def constrained_velocity(
     q: Anything,
     v: Anything,
     implicit_damping: bool,
+    act: Anything = None,
 ) -> tuple[Anything, Anything]:
-    """v⁺ after a step `dt` from (t, q, v) of the `MultiBody` `mb`, and whether the
-    solve converged (see `MultiBody.constrained_velocity`)."""
+    """v⁺ after a step `dt` from (t, q, v) (and activations `act`) of the `MultiBody`
+    `mb`, and whether the solve converged (see `MultiBody.constrained_velocity`)."""
     dt = jnp.asarray(dt)
     f = mb._frames(q, v)
-    terms = mb._terms(t, q, v, f)
+    terms = mb._terms(t, q, v, f, act=act, act_dt=dt)
     m = terms.mass_matrix
     exact = mb.inverse_weights is None
     pyramidal = mb.contact.cone == "pyramidal"
-    blocks = _row_blocks(mb, f)
+    blocks = _row_blocks(mb, f, q)
     # One solve with M for the free motion and, for exact inverse inertias, every
     # constraint row: M⁻¹[f, J_nᵀ, J_Lᵀ].
     rhs = [(terms.applied + terms.gravity - terms.coriolis)[:, None]]

@@ -1,6 +1,6 @@
 """MuJoCo's tendons in a `MultiBody`: fixed tendons (a linear combination of joint
 coordinates) and spatial tendons (a path of points fixed to bodies), their springs,
-dampers, limits and friction losses, and actuators that pull on them.
+dampers, limits and friction losses.
 
 Functions of a `MultiBody` `mb` (duck-typed, as in `_dynamics.py`)."""
 
@@ -16,6 +16,7 @@ import numpy as np
 from .._core._geometry import cross
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, check_scalar, is_concrete
+from ._actuators import TendonActuator
 from ._impedance import Impedance, RowBlock
 from ._types import RangeLike, ScalarLike, Vec3Like
 
@@ -334,104 +335,6 @@ class SpatialTendon(AbstractTendon):
         return length, jac
 
 
-class TendonActuator(eqx.Module):
-    """An actuator pulling on a tendon (MuJoCo's affine actuator with a tendon
-    transmission, gear folded in):
-
-        f = gain · u + bias_constant + bias_position · ℓ + bias_velocity · ℓ̇
-
-    acting on the dofs as Jᵀ f (J the tendon's Jacobian), u the control (clipped to
-    `ctrl_range` if given).
-
-    **Arguments:**
-
-    - `tendon`: the tendon's name.
-    - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
-    - `ctrl_range`: optional `(lower, upper)` clip for u.
-
-    **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0)`
-    """
-
-    tendon: str = eqx.field(static=True)
-    gain: FloatScalar
-    bias_constant: FloatScalar
-    bias_position: FloatScalar
-    bias_velocity: FloatScalar
-    ctrl_range: Float[Array, "2"] | None
-
-    def __init__(
-        self,
-        tendon: str,
-        *,
-        gain: ScalarLike = 1.0,
-        bias_constant: ScalarLike = 0.0,
-        bias_position: ScalarLike = 0.0,
-        bias_velocity: ScalarLike = 0.0,
-        ctrl_range: RangeLike | None = None,
-    ):
-        self.tendon = _name("TendonActuator tendon", tendon)
-        label = f"TendonActuator {tendon!r}"
-        for field, x in (
-            ("gain", gain),
-            ("bias_constant", bias_constant),
-            ("bias_position", bias_position),
-            ("bias_velocity", bias_velocity),
-        ):
-            check_scalar(x, f"{label} {field}")
-            setattr(self, field, as_float_array(x, f"{label} {field}"))
-        self.ctrl_range = (
-            None
-            if ctrl_range is None
-            else _interval(ctrl_range, f"{label} ctrl_range", strict=True)
-        )
-
-    @classmethod
-    def motor(
-        cls, tendon: str, gear: ScalarLike = 1.0, *, ctrl_range: RangeLike | None = None
-    ) -> "TendonActuator":
-        """A force motor: f = gear · u.
-
-        **Example:** `sciad.rigid.TendonActuator.motor("coupling", gear=2.0)`
-        """
-        return cls(tendon, gain=gear, ctrl_range=ctrl_range)
-
-    @classmethod
-    def position(
-        cls,
-        tendon: str,
-        kp: ScalarLike,
-        kv: ScalarLike = 0.0,
-        *,
-        ctrl_range: RangeLike | None = None,
-    ) -> "TendonActuator":
-        """A length servo: f = kp (u − ℓ) − kv ℓ̇, u the target length.
-
-        **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0, kv=0.5)`
-        """
-        check_positive(kp, "TendonActuator.position kp")
-        check_positive(kv, "TendonActuator.position kv", zero_ok=True)
-        kp = jnp.asarray(kp, float)
-        return cls(
-            tendon,
-            gain=kp,
-            bias_position=-kp,
-            bias_velocity=-jnp.asarray(kv, float),
-            ctrl_range=ctrl_range,
-        )
-
-    @classmethod
-    def velocity(
-        cls, tendon: str, kv: ScalarLike, *, ctrl_range: RangeLike | None = None
-    ) -> "TendonActuator":
-        """A speed servo: f = kv (u − ℓ̇), u the target rate of change of ℓ.
-
-        **Example:** `sciad.rigid.TendonActuator.velocity("coupling", kv=2.0)`
-        """
-        check_positive(kv, "TendonActuator.velocity kv")
-        kv = jnp.asarray(kv, float)
-        return cls(tendon, gain=kv, bias_velocity=-kv, ctrl_range=ctrl_range)
-
-
 # --------------------------------------------------------------------------- the model's
 
 
@@ -508,30 +411,6 @@ def tendon_energy(mb: Anything, f: Anything) -> FloatScalar:
     """The tendon springs' ½ k x² (x the stretch beyond the dead band)."""
     length, _ = f.tendons
     return 0.5 * jnp.sum(_stacked(mb, "stiffness", length.dtype) * _stretch(mb, length) ** 2)
-
-
-def tendon_actuator_force(mb: Anything, f: Anything, u: Array, v: V) -> V:
-    """The `TendonActuator`s' Σ Jᵀ (gain u + b₀ + b₁ ℓ + b₂ ℓ̇) for the (clipped)
-    controls `u` of all the model's actuators, shape (nv,)."""
-    acts = [(i, a) for i, a in enumerate(mb.actuators) if isinstance(a, TendonActuator)]
-    if not acts:
-        return jnp.zeros_like(v)
-    length, jac = f.tendons
-    names = [t.name for t in mb.tendons]
-    rows = np.asarray([names.index(a.tendon) for _, a in acts])
-    ui = u[np.asarray([i for i, _ in acts])]
-
-    def param(name: str) -> Array:
-        return jnp.stack([jnp.asarray(getattr(a, name), v.dtype) for _, a in acts])
-
-    j = jac[rows]
-    force = (
-        param("gain") * ui
-        + param("bias_constant")
-        + param("bias_position") * length[rows]
-        + param("bias_velocity") * (j @ v)
-    )
-    return j.T @ force
 
 
 def stacked_impedances(mb: Anything, own: list[Impedance | None], dtype: Anything) -> Array:

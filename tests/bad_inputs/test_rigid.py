@@ -1523,7 +1523,8 @@ CASES += [
             [rigid.Body("a", joint=_HINGE_Y, **_LINK)], tendons=[_TENDON_A], equalities=["ta"]
         ),
         TypeError,
-        r"MultiBody equalities must be sciad\.rigid\.TendonEquality; item 0 is 'ta'",
+        r"MultiBody equalities must be sciad\.rigid\.TendonEquality or JointEquality; "
+        "item 0 is 'ta'",
     ),
     (
         "mjcf weld equality",
@@ -1532,8 +1533,129 @@ CASES += [
             '</worldbody><equality><weld name="w" body1="b"/></equality></mujoco>'
         ),
         ValueError,
-        r"MJCF equality 'w': equality constraints \(weld\) are not supported; only tendon "
-        "equalities are",
+        r"MJCF equality 'w': equality constraints \(weld\) are not supported; only joint "
+        "and tendon equalities are",
+    ),
+]
+
+_FILTERED = rigid.MultiBody(
+    [rigid.Body("a", joint=_HINGE_Y, **_LINK)],
+    actuators=[rigid.JointActuator.motor("a", activation=rigid.FilterActivation(0.1, early=True))],
+)
+
+CASES += [
+    (
+        "activation tau negative",
+        lambda: rigid.FilterActivation(-0.1),
+        ValueError,
+        r"FilterActivation\.tau must be finite and > 0; got -0\.1",
+    ),
+    (
+        "activation range reversed",
+        lambda: rigid.IntegratorActivation(act_range=(1.0, -1.0)),
+        ValueError,
+        r"IntegratorActivation\.act_range must have lower < upper",
+    ),
+    (
+        "activation early not bool",
+        lambda: rigid.FilterActivation(0.1, early=1),
+        TypeError,
+        r"FilterActivation\.early must be True or False; got 1",
+    ),
+    (
+        "activation wrong type",
+        lambda: rigid.JointActuator("a", activation=0.1),
+        TypeError,
+        r"JointActuator 'a' activation must be a sciad\.rigid\.FilterActivation, "
+        "IntegratorActivation or None; got 0.1",
+    ),
+    (
+        "activation state missing",
+        lambda: sciad.simulate(_FILTERED, _FILTERED.default_state()[:2], dt=0.01, n_steps=2),
+        ValueError,
+        r"y0 for this MultiBody must be a tuple \(q, v, act\) of shapes \(1,\), \(1,\), "
+        r"\(1,\); got a tuple of 2",
+    ),
+    (
+        "activation state shape",
+        lambda: sciad.simulate(
+            _FILTERED, (jnp.zeros(1), jnp.zeros(1), jnp.zeros(2)), dt=0.01, n_steps=2
+        ),
+        ValueError,
+        r"y0\[2\] \(act\) must have shape \(1,\) \(actuator activations\); got shape \(2,\)",
+    ),
+    (
+        "activation early without a step",
+        lambda: sciad.simulate(
+            _FILTERED, _FILTERED.default_state(), dt=0.01, n_steps=2, integrator=sciad.RK4()
+        ),
+        ValueError,
+        r"an actuator with early activation \(actearly\) needs the step",
+    ),
+    (
+        "activation free body splitting",
+        lambda: sciad.simulate(
+            rigid.MultiBody(
+                [rigid.Body("f", joint=rigid.FreeJoint(), **_LINK)],
+                tendons=[
+                    rigid.SpatialTendon("t", [(None, (0.0, 0.0, 1.0)), ("f", (0.0, 0.0, 0.0))])
+                ],
+                actuators=[rigid.TendonActuator("t", activation=rigid.IntegratorActivation())],
+            ),
+            (jnp.array([0.0, 0, 0, 1, 0, 0, 0]), jnp.zeros(6), jnp.zeros(1)),
+            dt=0.01,
+            n_steps=2,
+            integrator=rigid.FreeBodySplitting(),
+        ),
+        ValueError,
+        "FreeBodySplitting cannot run actuators with activation states",
+    ),
+    (
+        "joint equality name type",
+        lambda: rigid.JointEquality("a", 3),
+        TypeError,
+        r"JointEquality second must be a non-empty str or None \(a body name\); got 3",
+    ),
+    (
+        "joint equality same joint",
+        lambda: rigid.JointEquality("a", "a"),
+        ValueError,
+        "JointEquality first and second must differ; got 'a' twice",
+    ),
+    (
+        "joint equality unknown body",
+        lambda: rigid.MultiBody(
+            [rigid.Body("a", joint=_HINGE_Y, **_LINK)], equalities=[rigid.JointEquality("a", "b")]
+        ),
+        ValueError,
+        "JointEquality: no body named 'b'",
+    ),
+    (
+        "joint equality free joint",
+        lambda: rigid.MultiBody(
+            [rigid.Body("f", joint=rigid.FreeJoint(), **_LINK)],
+            equalities=[rigid.JointEquality("f")],
+        ),
+        ValueError,
+        "JointEquality: body 'f' has a FreeJoint; joint equalities couple hinges and sliders",
+    ),
+    (
+        "mjcf filter time constant zero",
+        lambda: rigid.load_mjcf(
+            '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="0.1"/></body>'
+            '</worldbody><actuator><general name="f" joint="j" dyntype="filter" dynprm="0"/>'
+            "</actuator></mujoco>"
+        ),
+        ValueError,
+        r"MJCF actuator 'f': a filter time constant dynprm\[0\] = 0 \(it must be > 0\)",
+    ),
+    (
+        "mjcf no degrees of freedom",
+        lambda: rigid.load_mjcf(
+            '<mujoco><worldbody><geom type="plane" size="1 1 1"/></worldbody></mujoco>'
+        ),
+        ValueError,
+        r"MJCF model: no degrees of freedom \(no joints\): a MultiBody needs a moving body",
     ),
 ]
 

@@ -100,7 +100,7 @@ def _rows_against_mujoco(m, mj, kinds, seed):
     mujoco.mj_forward(m, d)
     q = mj.qpos_to_q(d.qpos)
     model = mj.model
-    blocks = model._extra_rows(model._frames(q, jnp.asarray(d.qvel)))
+    blocks = model._extra_rows(model._frames(q, jnp.asarray(d.qvel)), q)
     ids = np.nonzero(np.isin(d.efc_type, [int(k) for k in kinds]))[0]
     assert not mujoco.mj_isSparse(m)
     jac = d.efc_J.reshape(-1, m.nv)
@@ -207,8 +207,8 @@ def test_default_reference_is_the_length_at_the_default_state():
     )
     q = mj.y0[0] + jnp.array([0.1, -0.2, 0.3])
     f = own._frames(q)
-    r_own, _ = own.equalities[0].row(own, f)
-    r_mj, _ = mj.model.equalities[0].row(mj.model, f)
+    r_own, _ = own.equalities[0].row(own, f, q)
+    r_mj, _ = mj.model.equalities[0].row(mj.model, f, q)
     np.testing.assert_allclose(r_own, r_mj, rtol=0, atol=1e-15)
     assert abs(float(r_mj)) > 1e-3
 

@@ -484,8 +484,8 @@ UNSUPPORTED = {
         r"MJCF tendon 't': a spatial tendon wrapping a sphere is not supported",
     ),
     "equality": (
-        _world(_BODY, '<equality><joint name="eq" joint1="j"/></equality>'),
-        r"MJCF equality 'eq': equality constraints",
+        _world(_BODY, '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>'),
+        r"MJCF equality 'eq': equality constraints \(connect\)",
     ),
     "site transmission": (
         _world(
@@ -502,8 +502,8 @@ UNSUPPORTED = {
         r"MJCF actuator 'm': actuators on MJCF joint 'j' \(a free or ball joint\)",
     ),
     "actuator dynamics": (
-        _world(_BODY, '<actuator><general name="f" joint="j" dyntype="filter"/></actuator>'),
-        r"MJCF actuator 'f': activation dynamics \(mjDYN_FILTER\)",
+        _world(_BODY, '<actuator><general name="f" joint="j" dyntype="user"/></actuator>'),
+        r"MJCF actuator 'f': activation dynamics mjDYN_USER are not supported",
     ),
     "force range": (
         _world(_BODY, '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'),
@@ -686,7 +686,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         '<geom name="g" size="0.1" solref="-1 -1"/></body>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'
-        '<equality><joint name="eq" joint1="j"/></equality>',
+        '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>',
     )
     with pytest.raises(ValueError) as e:
         rigid.load_mjcf(xml)
@@ -695,7 +695,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     for part in (
         "MJCF tendon 't': tendon armature",
         "MJCF body 'b': gravity compensation",
-        "MJCF equality 'eq': equality constraints (joint) are not supported",
+        "MJCF equality 'eq': equality constraints (connect) are not supported",
         "MJCF actuator 'm': forcerange",
         "MJCF geom 'g': solref (-1.0, -1.0) with direct stiffness",
     ):

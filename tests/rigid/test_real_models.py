@@ -235,7 +235,7 @@ def test_matches_mujoco(name):
     moved = _mujoco_run(m, qpos + CHAOS, qvel, n_steps)
     traj = sciad.simulate(
         mj.model,
-        (q, v),
+        (q, v, *mj.y0[2:]),  # activations (MuJoCo's act) from 0, as mj_step's
         dt=mj.dt,
         n_steps=n_steps,
         integrator=mj.integrator,
