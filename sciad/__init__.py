@@ -15,6 +15,7 @@ from ._core._checkpoint import (
     load_checkpoint as load_checkpoint,
     save_checkpoint as save_checkpoint,
 )
+from ._core._compile_cache import enable_compilation_cache as enable_compilation_cache
 from ._core._integrator import (
     AbstractExplicitRK as AbstractExplicitRK,
     AbstractIntegrator as AbstractIntegrator,

@@ -156,17 +156,19 @@ class StepClock(eqx.Module):
         hi, err = _two_sum(self.t0_hi, s)
         return (hi + (err + (e + self.t0_lo))).astype(self.dtype)
 
-    def checked(self, dt: Anything, n_steps: int) -> "StepClock":
+    def checked(self, t0: Anything, dt: Anything, n_steps: int) -> "StepClock":
         """This clock, after checking that `dt` is above the time dtype's resolution
         everywhere in [t0, t_n] (t + dt == t would freeze the clock): a `ValueError`
-        before tracing when t0 and dt are concrete, else an `eqx.error_if` at run time."""
+        before tracing when t0 and dt are concrete (checked on the host, so that nothing
+        of it enters the compiled program), else an `eqx.error_if` at run time."""
         if n_steps == 0:
             return self
-        step = jnp.asarray(dt).astype(self.dtype)
-        ends = (self(jnp.asarray(0)), self(jnp.asarray(n_steps)))
-        if all(is_concrete(x) for x in (*ends, step)):
-            for t in ends:
-                if bool(t + step == t):
+        if is_concrete(t0) and is_concrete(dt):
+            start = float(np.asarray(t0, np.float64))
+            step = np.asarray(np.asarray(dt, np.float64), self.dtype)
+            for end in (start, start + n_steps * float(np.asarray(dt, np.float64))):
+                t = np.asarray(end, self.dtype)
+                if t + step == t:
                     raise ValueError(
                         f"dt = {float(step)} is below the resolution of the time dtype "
                         f"{self.dtype} at t = {float(t)} (there t + dt == t, so time would "
@@ -174,6 +176,8 @@ class StepClock(eqx.Module):
                         "origin nearer 0 (shift t0), or a float64 state."
                     )
             return self
+        step = jnp.asarray(dt).astype(self.dtype)
+        ends = (self(jnp.asarray(0)), self(jnp.asarray(n_steps)))
         frozen = jnp.any(jnp.stack([t + step == t for t in ends]))
         t0_hi = eqx.error_if(
             self.t0_hi, frozen, "dt is below the resolution of the time dtype in [t0, t1]."

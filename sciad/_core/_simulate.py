@@ -277,7 +277,8 @@ def simulate(
         raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}.")
     saves = _save_indices(saveat, t0, dt, n)
     tdtype = float_dtype(y0)
-    clock = StepClock.create(t0, dt, tdtype, n).checked(dt, n)
+    clock = StepClock.create(t0, dt, tdtype, n).checked(t0, dt, n)
+    dt_concrete = is_concrete(dt)  # before as_time: an array made inside jit is traced
     dt = as_time(dt, tdtype, "dt")
     if integrator_state is not None:
         integrator_state = integrator.check_resume(
@@ -285,7 +286,7 @@ def simulate(
         )
     n_run = n if max_steps is None else min(n, int(max_steps))
     kept = tuple(int(i) for i in saves if i <= n_run)
-    if not is_concrete(dt):
+    if not dt_concrete:
         dt = eqx.error_if(dt, dt <= 0, "dt must be positive.")
     traj = _run(
         model,
