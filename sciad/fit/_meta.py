@@ -86,8 +86,12 @@ def meta_fit(
     - `data`: anything the objective needs besides `hyper` (training and validation
       data, an initial guess); it may be traced, and the optimum is differentiable
       with respect to it (implicit differentiation of the outer problem).
-    - `solver`: an optimistix miniser. Default `optx.BFGS(rtol=1e-6, atol=1e-6)`,
-      the fastest of those measured on bilevel problems (see
+    - `solver`: an optimistix minimiser. Default
+      [`NoiseTolerantBFGS`][sciad.fit.NoiseTolerantBFGS]`(rtol=1e-6, atol=1e-6)`:
+      `optx.BFGS` with its Armijo test relaxed by the objective's noise. On a
+      ridge-weight problem it took 12 outer steps, against 31 for `optx.BFGS`, 13
+      for `optx.LBFGS` and `optx.NonlinearCG` (the latter 100× less accurate) and
+      157 for optax's Adam (see
       [Meta-optimisation](../fitting.md#meta-optimisation-an-outer-loop)).
       Any `optx.AbstractMinimiser` works, including an optax optimiser wrapped as
       `optx.OptaxMinimiser(optax.adam(1e-2), rtol=..., atol=...)` (`pip install
