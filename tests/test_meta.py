@@ -191,3 +191,26 @@ def test_search_relaxes_armijo_by_the_noise(rise, noisy_accepts):
     assert not bool(accept_plain)
     assert bool(accept) == noisy_accepts
     assert float(state.step_size) == (1.0 if noisy_accepts else 0.5)
+
+
+def test_learns_a_rate_through_a_simulation():
+    """The objective runs `sciad.simulate` (no inner fit): learn the decay rate k for
+    which 20 RK4 steps of dy/dt = −k y from y = 1 end at a target. The reference solves
+    R(k dt)²⁰ = target exactly, R(z) = 1 − z + z²/2 − z³/6 + z⁴/24 being RK4's growth
+    factor, so the discretisation error is no part of the comparison."""
+    dt, n, target = 0.1, 20, 0.25
+
+    def miss(hyper, target):
+        run = sciad.simulate(
+            sciad.ode.ExponentialDecay(rate=hyper["rate"]), jnp.asarray(1.0),
+            dt=dt, n_steps=n, integrator=sciad.RK4(),
+        )  # fmt: skip
+        return (run.y1 - target) ** 2
+
+    growth = lambda z: 1 - z + z**2 / 2 - z**3 / 6 + z**4 / 24
+    k_star = scipy.optimize.brentq(lambda k: growth(k * dt) ** n - target, 0.1, 2.0, xtol=1e-15)
+    res = sciad.meta_fit(
+        {"rate": jnp.asarray(1.0)}, miss, jnp.asarray(target), positive=lambda h: h["rate"]
+    )
+    assert res.result == sciad.RESULTS.successful
+    assert float(res.hyper["rate"]) == pytest.approx(k_star, rel=1e-7)
