@@ -35,6 +35,12 @@ from ._core._results import check_result as check_result, RESULTS as RESULTS, Ru
 from ._core._simulate import simulate as simulate
 from ._core._trajectory import SaveAt as SaveAt, Trajectory as Trajectory
 from ._core._windowed import windowed_average as windowed_average
-from .fit import fit as fit, FitResult as FitResult, Identifiability as Identifiability
+from .fit import (
+    fit as fit,
+    FitResult as FitResult,
+    Identifiability as Identifiability,
+    meta_fit as meta_fit,
+    MetaResult as MetaResult,
+)
 
 __version__ = "0.1.0"

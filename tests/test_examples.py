@@ -91,6 +91,7 @@ def test_notebooks_exist():
         "02_md_learn_a_potential.ipynb",
         "03_rigid_throw_to_target.ipynb",
         "04_rigid_walker_gradients.ipynb",
+        "05_meta_optimisation.ipynb",
     }
 
 

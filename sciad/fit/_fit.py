@@ -19,8 +19,11 @@ from ._identifiability import identifiability, parameter_names
 from ._result import FitResult
 
 
-def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
-    """A boolean PyTree over `model`'s leaves from a selector function, a filter spec, or None."""
+def free_mask(
+    model: PyTree, spec: Any, name: str, default: Callable, owner: str = "model"
+) -> PyTree:
+    """A boolean PyTree over `model`'s leaves from a selector function, a filter spec, or
+    None (`default` of each leaf); `owner` names `model` in messages."""
     if spec is None:
         return jax.tree.map(default, model)
     if callable(spec) and not isinstance(spec, type(model)):
@@ -28,19 +31,47 @@ def _mask(model: PyTree, spec: Any, name: str, default: Callable) -> PyTree:
         try:
             return eqx.tree_at(spec, base, replace_fn=lambda _: True)
         except Exception as e:
+            example = "lambda m: (m.length, m.damping)" if owner == "model" else 'lambda h: h["a"]'
             raise ValueError(
-                f"{name} must select leaves of the model, e.g. "
-                f"lambda m: (m.length, m.damping); selecting failed: {e}"
+                f"{name} must select leaves of the {owner}, e.g. {example}; selecting failed: {e}"
             ) from e
     if jax.tree.structure(spec) != jax.tree.structure(model):
         raise ValueError(
-            f"{name} must be a selector function or a PyTree of bools with the model's structure."
+            f"{name} must be a selector function or a PyTree of bools with the {owner}'s structure."
         )
     return spec
 
 
-def _progress() -> Callable[..., None]:
-    """An optimistix `verbose` hook printing one line per optimiser step.
+def check_free(model: PyTree, free: PyTree, positive: PyTree, owner: str, verb: str) -> None:
+    """Check the `free` and `positive` masks over `model` (named `owner`): some free leaf
+    is a float array, every free leaf is a real float array, and every positive leaf is
+    free and starts > 0."""
+    leaves = jax.tree_util.tree_flatten_with_path(model)[0]
+    free_leaves = jax.tree.leaves(free)
+    pos_leaves = jax.tree.leaves(positive)
+    if not any(
+        f and eqx.is_inexact_array(x) for (_, x), f in zip(leaves, free_leaves, strict=True)
+    ):
+        raise ValueError(
+            f"{owner} has no free float parameters to {verb}: every parameter must be a "
+            "floating-point JAX array (not an int, a Python float, or frozen by `free`)."
+        )
+    for (path, x), f, pos in zip(leaves, free_leaves, pos_leaves, strict=True):
+        where = owner + jax.tree_util.keystr(path)
+        if f and not eqx.is_inexact_array(x):
+            raise ValueError(f"{where} is selected as free but is not a float array.")
+        if f and jnp.iscomplexobj(x):
+            raise TypeError(
+                f"{where} is complex; {verb} its real and imaginary parts as two real parameters."
+            )
+        if pos and not f:
+            raise ValueError(f"{where} is marked positive but is not free.")
+        if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
+            raise ValueError(f"{where} is marked positive, so it must start > 0; got {x}.")
+
+
+def progress_hook(label: str = "fit") -> Callable[..., None]:
+    """An optimistix `verbose` hook printing one line per optimiser step, as `label step`.
 
     It prints the loss evaluated on each step and the best loss so far (tracked on
     the host, so optimistix's placeholder state before the first step never shows).
@@ -51,7 +82,7 @@ def _progress() -> Callable[..., None]:
         state["step"] += 1
         state["best"] = min(state["best"], float(loss))
         print(
-            f"  fit step {state['step']:4d}   loss {float(loss):.6e}   best {state['best']:.6e}",
+            f"  {label} step {state['step']:4d}   loss {float(loss):.6e}   best {state['best']:.6e}",
             flush=True,
         )
 
@@ -165,30 +196,9 @@ def fit(
     if not callable(loss):
         raise TypeError(f"loss must be callable as loss(model, data); got {loss!r}.")
     check_finite(model, "model")
-    free_mask = _mask(model, free, "free", eqx.is_inexact_array)
-    pos_mask = _mask(model, positive, "positive", lambda _: False)
-    leaves = jax.tree_util.tree_flatten_with_path(model)[0]
-    free_leaves = jax.tree.leaves(free_mask)
-    pos_leaves = jax.tree.leaves(pos_mask)
-    if not any(
-        f and eqx.is_inexact_array(x) for (_, x), f in zip(leaves, free_leaves, strict=True)
-    ):
-        raise ValueError(
-            "model has no free float parameters to fit: every parameter must be a "
-            "floating-point JAX array (not an int, a Python float, or frozen by `free`)."
-        )
-    for (path, x), f, pos in zip(leaves, free_leaves, pos_leaves, strict=True):
-        where = "model" + jax.tree_util.keystr(path)
-        if f and not eqx.is_inexact_array(x):
-            raise ValueError(f"{where} is selected as free but is not a float array.")
-        if f and jnp.iscomplexobj(x):
-            raise TypeError(
-                f"{where} is complex; fit its real and imaginary parts as two real parameters."
-            )
-        if pos and not f:
-            raise ValueError(f"{where} is marked positive but is not free.")
-        if pos and is_concrete(x) and not np.all(np.asarray(x) > 0):
-            raise ValueError(f"{where} is marked positive, so it must start > 0; got {x}.")
+    free_m = free_mask(model, free, "free", eqx.is_inexact_array)
+    pos_m = free_mask(model, positive, "positive", lambda _: False)
+    check_free(model, free_m, pos_m, "model", "fit")
     check_int(max_steps, "max_steps", minimum=1)
     flags = (throw, "throw"), (progress, "progress"), (check_rank, "check_rank")
     for flag, name in (*flags, (absolute_sigma, "absolute_sigma")):
@@ -211,10 +221,10 @@ def fit(
     if progress:
         if not hasattr(solver, "verbose"):
             raise ValueError(f"{type(solver).__name__} has no `verbose` hook for progress.")
-        solver = eqx.tree_at(lambda s: s.verbose, solver, _progress())
+        solver = eqx.tree_at(lambda s: s.verbose, solver, progress_hook())
 
-    params, static = eqx.partition(model, free_mask)
-    is_pos = eqx.filter(pos_mask, free_mask)  # None where frozen, like `params`
+    params, static = eqx.partition(model, free_m)
+    is_pos = eqx.filter(pos_m, free_m)  # None where frozen, like `params`
     theta0 = jax.tree.map(lambda x, s: jnp.log(x) if s else x, params, is_pos)
     try:
         out = eqx.filter_eval_shape(_residuals, theta0, (loss, static, is_pos, data, None))
@@ -249,8 +259,8 @@ def fit(
         sol.result == optx.RESULTS.successful, RESULTS.successful, RESULTS.optimisation_failed
     )
     final = _scalar(sol.value, args)
-    fitted = _to_model(sol.value, static, is_pos)
-    p = eqx.filter(fitted, free_mask)
+    fitted = to_model(sol.value, static, is_pos)
+    p = eqx.filter(fitted, free_m)
     n = sum(np.size(x) for x in jax.tree.leaves(p))
     m = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(out))
     ident = cov = errors = s2 = None
@@ -265,7 +275,7 @@ def fit(
             warnings.warn("sciad.fit: " + ident.describe(), UserWarning, stacklevel=2)
         cov = ident.covariance(1.0 if absolute_sigma else s2)
         errors = ravel_pytree(p)[1](jnp.sqrt(jnp.diagonal(cov)))
-    free_leaves = tuple(bool(f) for f in jax.tree.leaves(free_mask))
+    free_leaves = tuple(bool(f) for f in jax.tree.leaves(free_m))
     return FitResult(
         model=fitted,
         loss=final,
@@ -311,7 +321,7 @@ def _check_sigma(sigma: Any, out: PyTree) -> PyTree:
     return jax.tree.unflatten(jax.tree.structure(out), checked)
 
 
-def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
+def to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
     """The model from optimiser coordinates: positive parameters are exp(θ)."""
     p = jax.tree.map(lambda x, s: jnp.exp(x) if s else x, theta, is_pos)
     return eqx.combine(p, static)
@@ -319,7 +329,7 @@ def _to_model(theta: PyTree, static: PyTree, is_pos: PyTree) -> PyTree:
 
 def _residuals(theta: PyTree, args: Any) -> PyTree:
     loss, static, is_pos, data, sigma = args
-    return _weighted(loss(_to_model(theta, static, is_pos), data), sigma)
+    return _weighted(loss(to_model(theta, static, is_pos), data), sigma)
 
 
 def _residuals_p(p: PyTree, args: Any) -> PyTree:

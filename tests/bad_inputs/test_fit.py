@@ -8,6 +8,7 @@ import optimistix as optx
 import pytest
 
 import sciad
+from sciad.fit import NoiseTolerantArmijo, NoiseTolerantBFGS
 
 from . import case_names, run_case
 from ._common import KEPLER, OK, PEND, sim, Y0  # noqa: F401
@@ -31,6 +32,13 @@ OBS10X2 = jnp.stack([OBS10, OBS10], 1)
 
 def predict(m):
     return m.slope * TS10 + m.intercept
+
+
+HYPER = {"w": jnp.asarray(0.0), "n": 3}
+
+
+def quadratic(h, d):
+    return (h["w"] - 1.0) ** 2
 
 
 CASES = [
@@ -223,6 +231,97 @@ CASES = [
         lambda: sciad.fit(sciad.ode.Pendulum(length=-1.0), lambda m, d: jnp.zeros(2)),
         ValueError,
         r"Pendulum\.length must be finite and > 0",
+    ),
+    # sciad.meta_fit: the outer loop of meta-optimisation.
+    (
+        "meta objective not callable",
+        lambda: sciad.meta_fit(HYPER, "loss"),
+        TypeError,
+        r"objective must be callable as objective\(hyper, data\)",
+    ),
+    (
+        "meta no float hyperparameters",
+        lambda: sciad.meta_fit({"n": 3, "w": 1.0}, lambda h, d: jnp.asarray(0.0)),
+        ValueError,
+        "hyper has no free float parameters to optimise",
+    ),
+    (
+        "meta hyperparameter not finite",
+        lambda: sciad.meta_fit({"w": jnp.asarray(jnp.nan)}, lambda h, d: h["w"] ** 2),
+        ValueError,
+        r"hyper\['w'\]",
+    ),
+    (
+        "meta positive must start > 0",
+        lambda: sciad.meta_fit(HYPER, quadratic, positive=lambda h: h["w"]),
+        ValueError,
+        r"hyper\['w'\] is marked positive, so it must start > 0",
+    ),
+    (
+        "meta free selector",
+        lambda: sciad.meta_fit(HYPER, quadratic, free=lambda h: h["nope"]),
+        ValueError,
+        "free must select leaves of the hyper",
+    ),
+    (
+        "meta least-squares solver",
+        lambda: sciad.meta_fit(HYPER, quadratic, solver=optx.LevenbergMarquardt(1e-8, 1e-8)),
+        TypeError,
+        r"solver must be an optimistix minimiser.*got LevenbergMarquardt, a least-squares solver",
+    ),
+    (
+        "meta objective returns a vector",
+        lambda: sciad.meta_fit(HYPER, lambda h, d: jnp.stack([h["w"], h["w"]])),
+        ValueError,
+        r"must return a real floating-point scalar; got shape \(2,\)",
+    ),
+    (
+        "meta objective returns a pair without has_aux",
+        lambda: sciad.meta_fit(HYPER, lambda h, d: (quadratic(h, d), 1.0)),
+        ValueError,
+        "got a tuple; pass has_aux=True",
+    ),
+    (
+        "meta has_aux without a pair",
+        lambda: sciad.meta_fit(HYPER, quadratic, has_aux=True),
+        ValueError,
+        r"must return a pair \(scalar, aux\) with has_aux=True",
+    ),
+    (
+        "meta objective fails",
+        lambda: sciad.meta_fit(HYPER, lambda h, d: h["w"] @ d, jnp.zeros(3)),
+        ValueError,
+        r"objective\(hyper, data\) fails before any optimisation",
+    ),
+    (
+        "meta max_steps zero",
+        lambda: sciad.meta_fit(HYPER, quadratic, max_steps=0),
+        ValueError,
+        "max_steps must be",
+    ),
+    (
+        "meta has_aux not bool",
+        lambda: sciad.meta_fit(HYPER, quadratic, has_aux=1),
+        TypeError,
+        "has_aux must be True or False",
+    ),
+    (
+        "noise-tolerant BFGS negative noise",
+        lambda: NoiseTolerantBFGS(rtol=1e-6, atol=1e-6, noise=-1e-8),
+        ValueError,
+        r"NoiseTolerantArmijo\.noise must be >= 0; got -1e-08",
+    ),
+    (
+        "noise-tolerant Armijo slope",
+        lambda: NoiseTolerantArmijo(slope=1.5),
+        ValueError,
+        r"NoiseTolerantArmijo\.slope must be in \(0\.0, 1\.0\); got 1\.5",
+    ),
+    (
+        "noise-tolerant Armijo noise array",
+        lambda: NoiseTolerantArmijo(noise=jnp.asarray(1e-8)),
+        TypeError,
+        "NoiseTolerantArmijo.noise must be a number",
     ),
 ]
 
