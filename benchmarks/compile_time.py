@@ -43,10 +43,11 @@ fn, args = jax.jit(jax.grad(f)), [(jnp.asarray(1.0),), (jnp.asarray(1.1),)]
 import sciad.md as md
 q0, box = md.lattice_for_density("fcc", 108, 0.8)
 p0 = md.maxwell_boltzmann(jax.random.key(0), jnp.ones(108), 1.0, exact=True)
+builder = md.NeighborListBuilder.create(box, q0, cutoff=2.5, skin=0.3)
 def f(epsilon):
     pot = md.Truncated(md.LennardJones(sigma=1.0, epsilon=epsilon), cutoff=2.5, shift="force")
     system = md.MDSystem(box, pot, masses=jnp.ones(108))
-    integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), cutoff=2.5, skin=0.3)
+    integ = md.NeighborListIntegrator(sciad.VelocityVerlet(), builder)
     traj = sciad.simulate(system, (q0, p0), dt=0.005, n_steps=200, integrator=integ,
                           saveat=sciad.SaveAt(steps=10), throw=False)
     return jnp.mean(jax.vmap(system.potential_energy)(traj.ys[0]))
