@@ -1,6 +1,7 @@
 """sciad: differentiable scientific computing on JAX.
 
-One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
+One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`, and
+`sciad.ensemble` shards them over every device and process;
 gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`,
 `sciad.md` (molecular dynamics) and `sciad.rigid` (rigid bodies with contacts).
 """
@@ -15,6 +16,7 @@ from ._core._checkpoint import (
     load_checkpoint as load_checkpoint,
     save_checkpoint as save_checkpoint,
 )
+from ._core._ensemble import ensemble as ensemble
 from ._core._integrator import (
     AbstractExplicitRK as AbstractExplicitRK,
     AbstractIntegrator as AbstractIntegrator,
