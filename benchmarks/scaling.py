@@ -20,7 +20,7 @@ time, XLA's memory estimate of one chunk and the process's peak resident memory.
 
 Run:  .venv/bin/python benchmarks/scaling.py            (scaling)
       .venv/bin/python benchmarks/scaling.py --million  (10⁶ members)
-      .venv/bin/python benchmarks/scaling.py --quick    (smoke test)
+      .venv/bin/python benchmarks/scaling.py --quick    (smoke test: MD only, tiny)
 """
 
 import argparse
@@ -101,9 +101,9 @@ def scaling(args) -> None:
         batch = sorted({b, B} if label == "1 device" else {2 * b, B})
         res[label] = spawn(args, devices, processes, batch)
         print(f"{label}: {json.dumps(res[label])}", flush=True)
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[0]
-    print(f"\nos.cpu_count() = {os.cpu_count()}, load average {load} (under load: indicative)")
+    from _common import machine  # noqa: PLC0415  (enables float64 in this process)
+
+    print(f"\n{machine()}; os.cpu_count() = {os.cpu_count()} (times under load are indicative)")
     print(
         "| ensemble | config | strong: B | time (s) | efficiency | weak: b/device | time | efficiency |"
     )
@@ -152,6 +152,9 @@ def million(args) -> None:
     value = float(run(theta0))
     wall = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from _common import machine  # noqa: PLC0415
+
+    print(machine())
     print(
         f"{n:,} pendulums (RK4, 100 steps, 101 saved states each), chunk {chunk:,}: "
         f"mean <theta^2> = {value:.6f}; {wall:.1f} s ({n * 100 / wall:,.0f} member-steps/s), "
@@ -176,9 +179,8 @@ def main() -> None:
     parser.add_argument("--process", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:
-        args.per_device, args.total, args.repeats = 4, 8, 1
-        args.members, args.chunk = 10_000, 2_000
+    if args.quick:  # the MD ensemble only, 2 and 4 members
+        args.ensembles, args.per_device, args.total, args.repeats = ["md"], 2, 4, 1
     if args.worker:
         worker(args)
     elif args.million:

@@ -188,8 +188,8 @@ def ensemble(
     member) to a multiple of the shard and chunk sizes, the padding is cut from the
     result and masked out of reductions. Shared parameters are whatever `fn` closes
     over; they are replicated on every device, and `jax.grad` of a reduced loss with
-    respect to them sums the devices' contributions. Composes with `jit`, `grad`,
-    `jvp` and `vmap`; the same code runs on one CPU, many devices and many processes.
+    respect to them sums the devices' contributions. Composes with `jit` and `grad`
+    (tested); the same code runs on one CPU, many devices and many processes.
 
     **Arguments:**
 
