@@ -127,6 +127,17 @@ def collectives(hlo: str) -> list[tuple[str, str]]:
     return [(op, shape) for shape, op in COLLECTIVE.findall(hlo)]
 
 
+def together(name: str) -> None:
+    """Wait until every process gets here (no-op in one process). Gloo connects the
+    processes at their first collective and gives up after a short timeout, so under
+    load a process that compiles faster than the other would fail: meet first."""
+    import jax
+    from jax._src import distributed
+
+    if jax.process_count() > 1:
+        distributed.global_state.client.wait_at_barrier(name, 1_800_000)  # ms
+
+
 def main(mode: str) -> None:
     import jax
 
@@ -142,9 +153,10 @@ def main(mode: str) -> None:
 
     def value_and_grad(fn, p, batch, hlo=None, **kw):
         run = jax.jit(jax.value_and_grad(lambda p, b: fn(p, b, **kw), has_aux=True))
+        run = run.lower(p, batch).compile()
         if hlo is not None:  # keep the compiled program's collectives
-            run = run.lower(p, batch).compile()
             out[hlo] = collectives(run.as_text())
+        together(f"compiled {len(out)}")
         (loss, ys), g = run(p, batch)
         gathered = multihost_utils.process_allgather(ys, tiled=True)
         return ys, [float(loss), np.asarray(gathered).tolist(), float(g)]
