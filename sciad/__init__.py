@@ -1,6 +1,7 @@
 """sciad: differentiable scientific computing on JAX.
 
-One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`;
+One entry point, `sciad.simulate`, runs every model; batches are `jax.vmap`, and
+`sciad.ensemble` shards them over every device and process;
 gradients, forward mode and higher orders compose. Pillars: `sciad.ode`, `sciad.fit`,
 `sciad.md` (molecular dynamics) and `sciad.rigid` (rigid bodies with contacts).
 """
@@ -16,6 +17,7 @@ from ._core._checkpoint import (
     save_checkpoint as save_checkpoint,
 )
 from ._core._compile_cache import enable_compilation_cache as enable_compilation_cache
+from ._core._ensemble import ensemble as ensemble
 from ._core._integrator import (
     AbstractExplicitRK as AbstractExplicitRK,
     AbstractIntegrator as AbstractIntegrator,

@@ -516,6 +516,75 @@ CASES = [
         FileNotFoundError,
         "No such file",
     ),
+    # --- sciad.ensemble
+    (
+        "ensemble leading axes disagree",
+        lambda: sciad.ensemble(lambda b: b["a"], {"a": jnp.zeros(4), "b": jnp.zeros((3, 2))}),
+        ValueError,
+        r"disagree on the number of members .*batch\['a'\] has 4, batch\['b'\] has 3",
+    ),
+    (
+        "ensemble scalar leaf",
+        lambda: sciad.ensemble(lambda b: b, (jnp.zeros(4), 1.0)),
+        ValueError,
+        r"batch\[1\] is a scalar; every leaf of batch needs the leading member axis",
+    ),
+    (
+        "ensemble empty batch",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros((0, 2))),
+        ValueError,
+        "batch has 0 members",
+    ),
+    ("ensemble no leaves", lambda: sciad.ensemble(lambda b: b, {}), ValueError, "no array leaves"),
+    (
+        "ensemble string leaf",
+        lambda: sciad.ensemble(lambda b: b, ["ab"]),
+        TypeError,
+        r"batch\[0\] must be an array; got 'ab'",
+    ),
+    ("ensemble fn", lambda: sciad.ensemble(3, jnp.zeros(4)), TypeError, "fn must be callable"),
+    (
+        "ensemble chunk_size zero",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), chunk_size=0),
+        ValueError,
+        r"sciad.ensemble: chunk_size must be an int >= 1; got 0",
+    ),
+    (
+        "ensemble chunk_size float",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), chunk_size=2.0),
+        TypeError,
+        "chunk_size must be an int",
+    ),
+    (
+        "ensemble chunk_size and memory_budget",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), chunk_size=2, memory_budget=10**6),
+        ValueError,
+        "give chunk_size or memory_budget, not both",
+    ),
+    (
+        "ensemble memory_budget negative",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), memory_budget=-1),
+        ValueError,
+        "memory_budget must be an int >= 1",
+    ),
+    (
+        "ensemble memory_budget below one member",
+        lambda: sciad.ensemble(lambda b: jnp.outer(b, b), jnp.zeros((4, 100)), memory_budget=8),
+        ValueError,
+        "memory_budget=8 bytes is below one member's estimated use",
+    ),
+    (
+        "ensemble reduce unknown",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), reduce="max"),
+        ValueError,
+        "reduce must be None, 'sum' or 'mean'; got 'max'",
+    ),
+    (
+        "ensemble mesh not a mesh",
+        lambda: sciad.ensemble(lambda b: b, jnp.zeros(4), mesh=jax.devices()),
+        TypeError,
+        "mesh must be a jax.sharding.Mesh",
+    ),
 ]
 
 
