@@ -123,7 +123,10 @@ def with_neighbors(system: Anything, nbrs: Anything, *, reported: bool = False) 
     pre-empt that code. Otherwise an overflowed list makes every energy raise.
     """
     if reported and nbrs is not None:
-        nbrs = eqx.tree_at(lambda x: x.did_overflow, nbrs, jnp.zeros_like(nbrs.did_overflow))
+        # A NumPy False stays concrete under jit, so no run-time check (a host callback,
+        # which also keeps the program out of JAX's persistent cache) enters the program.
+        cleared = np.zeros(np.shape(nbrs.did_overflow), np.bool_)
+        nbrs = eqx.tree_at(lambda x: x.did_overflow, nbrs, cleared)
     return eqx.tree_at(lambda m: m.neighbors, system, nbrs, is_leaf=lambda x: x is None)
 
 
