@@ -39,6 +39,27 @@ class AbstractAdjoint(eqx.Module):
     def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
         """Apply `body` `length` times (a static Python int) to `carry`."""
 
+    def save_loop(
+        self,
+        body: Callable[[Carry, Anything], tuple[Carry, Anything]],
+        carry: Carry,
+        xs: Anything,
+        length: int,
+    ) -> tuple[Carry, Anything]:
+        """`jax.lax.scan(body, carry, xs, length=length)` over the save intervals of a
+        run: each `body` call runs one interval (its steps through
+        [`loop`][sciad.AbstractAdjoint.loop]) and returns what is saved at its end. The
+        adjoint decides what reverse mode stores of each interval.
+
+        **Arguments:** `body(carry, x) -> (carry, saved)`; `carry`; `xs` (or `None`);
+        `length`, a static Python int.
+
+        **Returns:** `(carry, saved values stacked along a new leading axis)`.
+
+        Default: a plain scan (every interval's intermediates are stored).
+        """
+        return jax.lax.scan(body, carry, xs, length=length)
+
 
 class DirectAdjoint(AbstractAdjoint):
     """Store everything: one `lax.scan`; reverse mode keeps every step's state.
@@ -90,6 +111,18 @@ class CheckpointAdjoint(AbstractAdjoint):
     def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
         """Recursive checkpointed scans."""
         return _checkpointed(body, carry, length, self.levels)
+
+    def save_loop(
+        self,
+        body: Callable[[Carry, Anything], tuple[Carry, Anything]],
+        carry: Carry,
+        xs: Anything,
+        length: int,
+    ) -> tuple[Carry, Anything]:
+        """A scan of checkpointed intervals: reverse mode stores each interval's start
+        and its saved values, and recomputes the interval (itself checkpointed by
+        [`loop`][sciad.CheckpointAdjoint.loop])."""
+        return jax.lax.scan(jax.checkpoint(body, prevent_cse=False), carry, xs, length=length)
 
 
 def _checkpointed(body: Callable, carry: Carry, length: int, levels: int) -> Carry:
