@@ -85,7 +85,7 @@ class CellRescaling(AbstractWrappedIntegrator):
     equals P₀: ⟨P_int⟩ + ⟨kT/V⟩ = P₀ exactly.
 
     The box (the system's space, scaled) and the key live in the integrator state:
-    [`model_at`][sciad.md.CellRescaling.model_at] returns the system with the current
+    [`model_at`][sciad.AbstractWrappedIntegrator.model_at] returns the system with the current
     box, so `SaveAt(fn=...)` sees the current volume, and runs resume bit for bit.
     Differentiable for fixed keys. The barostat's part is first order in dt (its
     relaxation time τ_p/(β_T B) is long against dt, so the error is small).
