@@ -231,6 +231,9 @@ class AbstractWrappedState(eqx.Module):
     concrete states add their own fields to `inner`, the wrapped integrator's state.
 
     **Fields:** `inner`: the state of the wrapped integrator.
+
+    **Example:** `traj.integrator_state.inner.force` (velocity Verlet's cached force,
+    under a `sciad.md.NoseHooverChain`).
     """
 
     inner: eqx.AbstractVar[Anything]
