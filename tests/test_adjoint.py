@@ -182,3 +182,81 @@ def test_padded_checkpoint_chunks():
         assert np.allclose(jax.jit(jax.hessian(f))(PARAMS), h_ref, rtol=1e-10)
         batched = jax.jit(jax.vmap(jax.grad(f), in_axes=(None, 0)))(PARAMS, y0s)
         assert np.allclose(batched, looped, rtol=1e-12)
+
+
+def test_memory_budget_schedules():
+    """`CheckpointAdjoint(memory=...)` picks its schedule from the budget: store
+    everything when the residuals fit, one level of the smallest chunks that fit, or
+    deeper nesting; a budget no schedule fits is refused before anything runs."""
+    from sciad._core._adjoint import _plan
+
+    def body(c):
+        return jax.lax.scan(lambda y, _: (jnp.sin(y), None), c, None, length=32)[0]
+
+    carry = jnp.ones(2)  # 16 bytes; residuals 32 × 2 × 8 = 512 bytes per block
+    assert _plan(body, carry, 100, 100 * 512) == ()
+    assert _plan(body, carry, 100, 100 * 16 + 512) == (1,)
+    # 60 blocks of 16 bytes + 2 blocks' residuals fit: the smallest such chunk, 2 (a divisor)
+    assert _plan(body, carry, 100, 50 * 16 + 2 * 512) == (2,)
+    deep = _plan(body, carry, 100, 1100)
+    assert len(deep) >= 2
+    with pytest.raises(ValueError, match=r"CheckpointAdjoint\(memory=100\) is too small"):
+        _plan(body, carry, 100, 100)
+
+
+def _long_loss(params, adjoint):
+    """3,200 RK4 steps (100 blocks of 32), the final state only."""
+    model = sciad.ode.Pendulum(length=params[0], gravity=9.81, damping=params[1])
+    traj = sciad.simulate(model, Y0, n_steps=3200, dt=0.001, adjoint=adjoint)
+    return jnp.sum(traj.y1**2)
+
+
+@pytest.mark.parametrize(
+    "memory, depth",
+    [(10**9, 0), (20_000, 1), (8_000, 2)],  # store everything, one level, two levels
+)
+def test_memory_budget_gradients_equal_direct(memory, depth):
+    """Gradients, Hessians and forward mode with every kind of budgeted schedule equal
+    `DirectAdjoint`'s to round-off, through a long run and through one with saves."""
+    from sciad._core import _adjoint
+
+    plans = []
+    plan = _adjoint._plan
+
+    def spy(*args):
+        plans.append(plan(*args))
+        return plans[-1]
+
+    budget = sciad.CheckpointAdjoint(memory=memory)
+    direct = sciad.DirectAdjoint()
+    v = jnp.array([0.3, -1.0])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_adjoint, "_plan", spy)
+        for f in (_long_loss, lambda p, adjoint: loss(p, adjoint=adjoint)):
+            g = jax.jit(jax.grad(lambda p, f=f: f(p, budget)))(PARAMS)
+            ref = jax.jit(jax.grad(lambda p, f=f: f(p, direct)))(PARAMS)
+            assert np.allclose(g, ref, rtol=1e-12, atol=1e-14)
+            h = jax.jit(jax.hessian(lambda p, f=f: f(p, budget)))(PARAMS)
+            h_ref = jax.jit(jax.hessian(lambda p, f=f: f(p, direct)))(PARAMS)
+            assert np.allclose(h, h_ref, rtol=1e-10)
+            tangent = jax.jvp(lambda p, f=f: f(p, budget), (PARAMS,), (v,))[1]
+            assert np.allclose(tangent, ref @ v, rtol=1e-12)
+    assert max(len(p) for p in plans) == depth  # the schedule the budget asked for
+
+
+def test_memory_budget_bounds_memory():
+    """Through 16,384 steps, the budgeted gradient's scratch memory follows the budget:
+    a generous one stores everything (as DirectAdjoint), a small one stays small."""
+    direct = _memory(sciad.DirectAdjoint(), 16384)
+    big = _memory(sciad.CheckpointAdjoint(memory=10**9), 16384)
+    small = _memory(sciad.CheckpointAdjoint(memory=2**20), 16384)
+    assert big > direct / 2
+    assert small <= 2**20 < direct / 10
+
+
+def test_memory_budget_argument_is_checked():
+    for bad in (0, -5, True):
+        with pytest.raises(ValueError, match=r"CheckpointAdjoint\(memory=...\) must be"):
+            sciad.CheckpointAdjoint(memory=bad)
+    with pytest.raises(ValueError, match="levels or memory, not both"):
+        sciad.CheckpointAdjoint(levels=2, memory=2**20)

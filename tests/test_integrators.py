@@ -129,3 +129,34 @@ def test_force_evaluations_per_step():
         integ.step(Counting(), 0.0, 0.1, y, s)
         assert len(calls) == len(integ.drifts)
     assert len(sciad.Yoshida4.drifts) == 3 and len(sciad.Yoshida6.drifts) == 7
+
+
+def test_splitting_state_is_named():
+    """A splitting integrator's state is a `SplittingState` holding the force F(q)."""
+    model, y0 = _spring(), (jnp.array([0.5]), jnp.array([0.0]))
+    for integ, _ in SPLITTINGS:
+        state = integ.init(model, 0.0, y0)
+        assert type(state) is sciad.SplittingState
+        np.testing.assert_array_equal(state.force, -y0[0])
+        traj = sciad.simulate(model, y0, dt=0.1, n_steps=3, integrator=integ)
+        np.testing.assert_allclose(traj.integrator_state.force, -traj.y1[0], rtol=1e-15)
+
+
+def test_composition_weights_satisfy_the_order_conditions():
+    """The one table of composition weights: each set sums to 1, the 3- and 5-stage sets
+    meet the 4th-order condition Σwᵢ³ = 0 and the 7-stage set also Σwᵢ⁵ = 0 (Yoshida
+    1990, to the 15 digits of his table); Yoshida4 and Yoshida6 drift by them."""
+    from sciad._core._integrator import COMPOSITION_WEIGHTS
+
+    for stages, w in COMPOSITION_WEIGHTS.items():
+        w = np.asarray(w)
+        assert len(w) == stages and np.allclose(w, w[::-1], rtol=0, atol=0)
+        assert abs(w.sum() - 1) < 1e-15
+        if stages > 1:
+            assert abs(np.sum(w**3)) < 1e-13
+        if stages == 7:
+            assert abs(np.sum(w**5)) < 1e-13
+    assert sciad.Yoshida4.drifts == COMPOSITION_WEIGHTS[3]
+    assert sciad.Yoshida6.drifts == COMPOSITION_WEIGHTS[7]
+    assert sciad.Yoshida4().drift_fractions() == COMPOSITION_WEIGHTS[3]
+    assert sciad.RK4().drift_fractions() == (1.0,)

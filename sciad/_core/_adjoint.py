@@ -7,6 +7,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._types import Anything
 
@@ -39,6 +40,27 @@ class AbstractAdjoint(eqx.Module):
     def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
         """Apply `body` `length` times (a static Python int) to `carry`."""
 
+    def save_loop(
+        self,
+        body: Callable[[Carry, Anything], tuple[Carry, Anything]],
+        carry: Carry,
+        xs: Anything,
+        length: int,
+    ) -> tuple[Carry, Anything]:
+        """`jax.lax.scan(body, carry, xs, length=length)` over the save intervals of a
+        run: each `body` call runs one interval (its steps through
+        [`loop`][sciad.AbstractAdjoint.loop]) and returns what is saved at its end. The
+        adjoint decides what reverse mode stores of each interval.
+
+        **Arguments:** `body(carry, x) -> (carry, saved)`; `carry`; `xs` (or `None`);
+        `length`, a static Python int.
+
+        **Returns:** `(carry, saved values stacked along a new leading axis)`.
+
+        Default: a plain scan (every interval's intermediates are stored).
+        """
+        return jax.lax.scan(body, carry, xs, length=length)
+
 
 class DirectAdjoint(AbstractAdjoint):
     """Store everything: one `lax.scan`; reverse mode keeps every step's state.
@@ -58,44 +80,225 @@ class DirectAdjoint(AbstractAdjoint):
 
 
 class CheckpointAdjoint(AbstractAdjoint):
-    """Nested checkpointing: reverse-mode memory O(levels · n^(1/levels)).
+    """Checkpointing: reverse mode stores a few states of the run and recomputes the
+    rest, with a schedule chosen from a memory budget or a fixed nesting depth.
 
-    The run is split into chunks of about n^((levels-1)/levels) units; only the
-    chunk boundaries are stored, and each chunk is recomputed (recursively) during
-    the backward pass. Reverse mode costs about `levels` forward passes. The unit
-    is a block of about 32 steps (the non-finite check's granularity; a divisor of
-    the step count near 32 where there is one), so with the default
-    `levels=2`, 100,000 steps are 3,125 blocks in chunks of 56 blocks: a gradient
-    through 100,000 velocity-Verlet steps of a 1,000-dimensional chain needs 15 MiB
-    instead of `DirectAdjoint`'s 763 MiB (measured; docs/benchmarks.md). Built on
-    `jax.checkpoint` of `lax.scan`, so forward mode and every higher order compose
-    (unlike diffrax's `RecursiveCheckpointAdjoint`).
+    The unit of the schedule is a block of about 32 steps (the non-finite check's
+    granularity; a divisor of the step count near 32 where there is one).
+
+    **With `memory`** (bytes), the schedule is chosen, before tracing the loop, from
+    the bytes reverse mode would store per block (the residuals of `jax.vjp` of one
+    block, measured by tracing it) and per stored state:
+
+    - if storing every block's residuals fits, everything is stored (as
+      `DirectAdjoint`: no recomputation);
+    - else one level of checkpoints with the smallest chunks of blocks that fit (one
+      extra forward pass; short chunks keep their residuals in cache, and were the
+      fastest measured: for a pendulum at 100,000 steps in 1 MiB, 2× faster than
+      `DirectAdjoint`, docs/benchmarks.md);
+    - else the fewest deeper levels whose stored states fit, with the chunk sizes
+      that need the least memory at that depth.
+
+    A budget too small for any depth up to 8 is a `ValueError` that names the least
+    budget that works. The estimate is conservative (per trajectory; under `vmap`, per
+    batch element). So small problems cost about as little as `DirectAdjoint`, and
+    large ones stay within the budget.
+
+    **With `levels`** (the default, `levels=2`, when `memory` is not given): nested
+    checkpointing, memory O(levels · n^(1/levels)). The run is split into chunks of
+    about n^((levels-1)/levels) units; only the chunk boundaries are stored, and each
+    chunk is recomputed (recursively) during the backward pass. Reverse mode costs
+    about `levels` forward passes. With `levels=2`, 100,000 steps are 3,125 blocks in
+    chunks of 56 blocks: a gradient through 100,000 velocity-Verlet steps of a
+    1,000-dimensional chain needs 15 MiB instead of `DirectAdjoint`'s 763 MiB
+    (measured; docs/benchmarks.md).
+
+    Built on `jax.checkpoint` of `lax.scan`, so forward mode and every higher order
+    compose (unlike diffrax's `RecursiveCheckpointAdjoint`). The nested uniform
+    schedules reach about (s/r)^r blocks with s stored states and r recomputations,
+    against the binomial C(s + r, r) of Griewank–Walther's revolve, which needs a
+    non-uniform, unrolled schedule.
     Reference: Griewank & Walther, *Evaluating Derivatives* (2008), ch. 12.
 
     **Arguments:**
 
     - `levels`: nesting depth, at least 1 (1 stores every step, like `DirectAdjoint`).
+      Default 2 when `memory` is not given.
+    - `memory`: a budget in bytes for what reverse mode stores of the run (an int > 0),
+      instead of `levels`.
 
-    **Example:** `sciad.simulate(model, y0, dt=0.01, n_steps=10**5, adjoint=sciad.CheckpointAdjoint(levels=3))`
+    **Example:**
+
+    ```python
+    sciad.simulate(model, y0, dt=0.01, n_steps=10**5, adjoint=sciad.CheckpointAdjoint(levels=3))
+    sciad.simulate(model, y0, dt=0.01, n_steps=10**5, adjoint=sciad.CheckpointAdjoint(memory=2**20))
+    ```
     """
 
-    levels: int = eqx.field(default=2, static=True)
+    levels: int | None = eqx.field(default=None, static=True)
+    memory: int | None = eqx.field(default=None, static=True)
 
     def __check_init__(self):
-        if isinstance(self.levels, bool) or not isinstance(self.levels, int) or self.levels < 1:
+        if self.levels is not None and (
+            isinstance(self.levels, bool) or not isinstance(self.levels, int) or self.levels < 1
+        ):
             raise ValueError(
                 f"CheckpointAdjoint(levels=...) must be an int >= 1, got {self.levels!r}."
             )
+        if self.memory is not None:
+            if (
+                isinstance(self.memory, bool)
+                or not isinstance(self.memory, (int, np.integer))
+                or self.memory <= 0
+            ):
+                raise ValueError(
+                    "CheckpointAdjoint(memory=...) must be a positive int (bytes), got "
+                    f"{self.memory!r}."
+                )
+            if self.levels is not None:
+                raise ValueError(
+                    "CheckpointAdjoint takes levels or memory, not both: with memory the "
+                    "schedule (and so the depth) is chosen from the budget."
+                )
 
     def loop(self, body: Callable[[Carry], Carry], carry: Carry, length: int) -> Carry:
-        """Recursive checkpointed scans."""
-        return _checkpointed(body, carry, length, self.levels)
+        """Checkpointed scans, nested as the budget or `levels` says."""
+        if self.memory is None:
+            return _checkpointed(body, carry, length, _uniform_chunks(length, self.levels or 2))
+        return _checkpointed(body, carry, length, _plan(body, carry, length, self.memory))
+
+    def save_loop(
+        self,
+        body: Callable[[Carry, Anything], tuple[Carry, Anything]],
+        carry: Carry,
+        xs: Anything,
+        length: int,
+    ) -> tuple[Carry, Anything]:
+        """A scan over the save intervals. Each interval is checkpointed (reverse mode
+        stores its start and its saved values, and recomputes it), unless storing every
+        interval fits the `memory` budget."""
+        if self.memory is not None and length * _step_bytes(body, carry, xs) <= self.memory:
+            return jax.lax.scan(body, carry, xs, length=length)
+        return jax.lax.scan(jax.checkpoint(body, prevent_cse=False), carry, xs, length=length)
 
 
-def _checkpointed(body: Callable, carry: Carry, length: int, levels: int) -> Carry:
-    if levels == 1 or length <= 2:
+def _nbytes(tree: Anything) -> int:
+    return sum(
+        math.prod(x.shape) * np.dtype(x.dtype).itemsize
+        for x in jax.tree.leaves(tree)
+        if hasattr(x, "shape") and hasattr(x, "dtype")
+    )
+
+
+def _residual_bytes(body: Callable, *args: Anything) -> int:
+    """The bytes reverse mode stores for one call `body(*args)`: the residuals of its
+    `jax.vjp`, measured by tracing (nothing runs)."""
+
+    def pullback(*a):
+        # Closed-over parameters are differentiated too: their residuals count.
+        fn, consts = jax.closure_convert(body, *a)
+        return jax.vjp(fn, *a, *consts)[1]
+
+    return _nbytes(jax.eval_shape(pullback, *args))
+
+
+def _step_bytes(body: Callable, carry: Carry, xs: Anything) -> int:
+    """`_residual_bytes` of one iteration of a scan of `body` over `xs`."""
+    x = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), xs)
+    return _residual_bytes(body, carry, x)
+
+
+_MAX_LEVELS = 8
+
+
+def _uniform_chunks(length: int, levels: int) -> tuple[int, ...]:
+    """The chunk sizes of `levels`-deep nesting with chunks of length^((l-1)/l) units."""
+    chunks = []
+    while levels > 1 and length > 2:
+        chunk = max(1, math.ceil(length ** ((levels - 1) / levels)))
+        chunks.append(chunk)
+        length, levels = chunk, levels - 1
+    return tuple(chunks)
+
+
+def _near_divisor(length: int, target: float) -> int:
+    """A divisor of `length` within a factor 1.5 of `target` (the nearest), else
+    `ceil(target)`: a divisor needs no padded, skipped units."""
+    target = min(max(target, 1.0), float(length))
+    lo, hi = max(1, math.floor(target / 1.5)), min(length, math.ceil(target * 1.5))
+    found = [d for d in range(lo, hi + 1) if length % d == 0] if hi - lo < 10**6 else []
+    return min(found, key=lambda d: abs(math.log(d / target))) if found else math.ceil(target)
+
+
+def _balanced_chunks(length: int, levels: int, carry_bytes: int, unit_bytes: int) -> tuple:
+    """Chunk sizes of `levels`-deep nesting storing the least: with n₁ … n_{l−1} stored
+    states per level and n_l units stored with residuals (n₁⋯n_l = length), the memory
+    C·Σnᵢ + R·n_l is least when every term is equal, K = (length·C^(l−1)·R)^(1/l)."""
+    chunks = []
+    while levels > 1 and length > 1:
+        k = (length * carry_bytes ** (levels - 1) * unit_bytes) ** (1 / levels)
+        chunk = _near_divisor(length, length / max(k / carry_bytes, 1.0))
+        chunks.append(chunk)
+        length, levels = chunk, levels - 1
+    return tuple(chunks)
+
+
+def _stored_bytes(length: int, chunks: tuple, carry_bytes: int, unit_bytes: int) -> int:
+    """What reverse mode stores at most under the schedule `chunks`: each level's
+    chunk boundaries, and the innermost chunk's residuals."""
+    total = 0
+    for chunk in chunks:
+        total += -(-length // chunk) * carry_bytes
+        length = chunk
+    return total + length * unit_bytes
+
+
+def _smallest_chunk(length: int, memory: int, carry_bytes: int, unit_bytes: int) -> int | None:
+    """The smallest chunk c (units recomputed together) with one level of checkpoints
+    that fits: ⌈length/c⌉·C + c·R ≤ memory; a divisor of `length` within a factor 2
+    of it if there is one (no padded units, each a skipped `cond`). `None` if none fits."""
+    fits = [
+        c
+        for c in range(1, min(length, 10**5) + 1)
+        if -(-length // c) * carry_bytes + c * unit_bytes <= memory
+    ]
+    if not fits:
+        return None
+    divisors = [c for c in fits if length % c == 0 and c <= 2 * fits[0]]
+    return divisors[0] if divisors else fits[0]
+
+
+def _plan(body: Callable, carry: Carry, length: int, memory: int) -> tuple:
+    """The schedule for a `memory` budget: store everything if it fits; else one level
+    of checkpoints with the smallest chunks that fit (short recomputed chunks keep their
+    residuals in cache: the fastest measured, docs/benchmarks.md); else the fewest
+    levels whose least-memory chunking fits."""
+    unit, state = _residual_bytes(body, carry), _nbytes(carry)
+    if length * unit <= memory:
+        return ()
+    chunk = _smallest_chunk(length, memory, state, unit)
+    if chunk is not None:
+        return (chunk,)
+    best = None
+    for levels in range(3, _MAX_LEVELS + 1):
+        chunks = _balanced_chunks(length, levels, state, unit)
+        need = _stored_bytes(length, chunks, state, unit)
+        if need <= memory:
+            return chunks
+        best = need if best is None else min(best, need)
+    raise ValueError(
+        f"CheckpointAdjoint(memory={memory}) is too small for this run: {length} blocks "
+        f"of {unit} bytes of residuals each, with {state}-byte states, need at least "
+        f"{best} bytes (at {_MAX_LEVELS} levels). Raise the budget."
+    )
+
+
+def _checkpointed(body: Callable, carry: Carry, length: int, chunks: tuple) -> Carry:
+    """`length` applications of `body`, checkpointed in nested chunks of `chunks[0]`,
+    `chunks[1]`, … units (no chunks: one stored scan)."""
+    if not chunks or length <= 2:
         return _scan(body, carry, length)
-    chunk = max(1, math.ceil(length ** ((levels - 1) / levels)))
+    chunk = chunks[0]
     n_chunks = -(-length // chunk)
     if n_chunks * chunk == length:
         run = body
@@ -111,7 +314,7 @@ def _checkpointed(body: Callable, carry: Carry, length: int, levels: int) -> Car
             return jax.lax.cond(i < length, body, lambda c: c, c), i + 1
 
     def run_chunk(c):
-        return _checkpointed(run, c, chunk, levels - 1)
+        return _checkpointed(run, c, chunk, chunks[1:])
 
     carry = _scan(jax.checkpoint(run_chunk, prevent_cse=False), carry, n_chunks)
     return carry if run is body else carry[0]

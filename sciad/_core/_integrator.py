@@ -162,6 +162,16 @@ class AbstractIntegrator(eqx.Module):
         """
         return model
 
+    def drift_fractions(self) -> tuple[float, ...]:
+        """The position drifts of one step, as fractions aᵢ of dt, in order.
+
+        A neighbour list bounds how far positions travel within a step from them
+        (Σ|aᵢ|·dt·|v|, with slack Σ|aᵢ| − |Σaᵢ| off the straight path). Default `(1.0,)`:
+        one drift over the whole step (Verlet, BAOAB, a Runge–Kutta step); the
+        splitting integrators return their `drifts`, wrappers their inner integrator's.
+        """
+        return (1.0,)
+
     def status(self, state: Anything) -> RESULTS:
         """A result code read from the final integrator state; `successful` by default.
 
@@ -238,6 +248,103 @@ def check_state_structure(
             )
 
 
+class AbstractWrappedState(eqx.Module):
+    """The state of a [`sciad.AbstractWrappedIntegrator`][sciad.AbstractWrappedIntegrator]:
+    concrete states add their own fields to `inner`, the wrapped integrator's state.
+
+    **Fields:** `inner`: the state of the wrapped integrator.
+
+    **Example:** `traj.integrator_state.inner.force` (velocity Verlet's cached force,
+    under a `sciad.md.NoseHooverChain`).
+    """
+
+    inner: eqx.AbstractVar[Anything]
+
+
+class AbstractWrappedIntegrator(AbstractIntegrator):
+    """An integrator that wraps another, `integrator`, and keeps its state in
+    `state.inner` (an [`AbstractWrappedState`][sciad.AbstractWrappedState]).
+
+    The delegation is written here once: the order is the inner integrator's, capped
+    by `wrapper_order` (the wrapper's own splitting); `check`, `refresh`, `model_at`,
+    `drift_fractions` and `status` pass through to the inner integrator, which sees the
+    model as [`inner_model`][sciad.AbstractWrappedIntegrator.inner_model] gives it (a
+    neighbour list, a box filled in). A concrete wrapper writes `init`, `step`,
+    `inner_model` and, if it has failure flags, `wrapper_status`. Examples:
+    `sciad.md.NoseHooverChain`, `sciad.md.CellRescaling`,
+    `sciad.md.NeighborListIntegrator` (as diffrax's `AbstractWrappedSolver`).
+
+    **Example:**
+
+    ```python
+    integ = sciad.md.NeighborListIntegrator(sciad.Yoshida4(), builder)
+    integ.order()  # 4, the inner integrator's
+    ```
+    """
+
+    integrator: eqx.AbstractVar[AbstractIntegrator]
+    #: The order of the wrapper's own splitting (`None`: it does not limit the order).
+    wrapper_order: ClassVar[int | None] = None
+
+    def order(self) -> int:
+        """The inner integrator's order, capped by `wrapper_order`."""
+        inner = self.integrator.order()
+        return inner if self.wrapper_order is None else min(self.wrapper_order, inner)
+
+    def inner_model(self, model: AbstractModel, state: Anything) -> AbstractModel:
+        """The model as the inner integrator sees it, given this wrapper's `state`
+        (default: `model` unchanged).
+
+        **Arguments:** `model`: the model of the run; `state`: this integrator's state.
+
+        **Returns:** a model.
+        """
+        return model
+
+    def check(self, model: AbstractModel) -> None:
+        """The inner integrator's checks."""
+        self.integrator.check(model)
+
+    def refresh(
+        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
+    ) -> Anything:
+        """The inner integrator's cache refreshed (in its view of the model); the
+        wrapper's own fields kept."""
+        inner = self.integrator.refresh(self.inner_model(model, state), t, y, state.inner)
+        return dataclasses.replace(state, inner=inner)
+
+    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
+        """The inner integrator's view of the model the wrapper shows it."""
+        return self.integrator.model_at(self.inner_model(model, state), state.inner)
+
+    def drift_fractions(self) -> tuple[float, ...]:
+        """The inner integrator's drifts."""
+        return self.integrator.drift_fractions()
+
+    def wrapper_status(self, state: Anything) -> RESULTS:
+        """The wrapper's own result code from its state; `successful` by default."""
+        return RESULTS.successful
+
+    def status(self, state: Anything) -> RESULTS:
+        """The inner integrator's failure if any, else the wrapper's own
+        ([`wrapper_status`][sciad.AbstractWrappedIntegrator.wrapper_status])."""
+        inner = self.integrator.status(state.inner)
+        return RESULTS.where(inner == RESULTS.successful, self.wrapper_status(state), inner)
+
+
+class SplittingState(eqx.Module):
+    """The state of a [`sciad.AbstractSplittingIntegrator`][sciad.AbstractSplittingIntegrator]:
+    the force at the current point, cached because the force at the end of a step is
+    the force at the start of the next.
+
+    **Fields:** `force`: F(t, q), the shape of q (force units).
+
+    **Example:** `sciad.simulate(model, y0, dt=0.01, n_steps=10).integrator_state.force`
+    """
+
+    force: State
+
+
 class AbstractSplittingIntegrator(AbstractIntegrator):
     """A symmetric kick–drift splitting for separable systems, given as coefficients.
 
@@ -270,10 +377,14 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
         """The global order of accuracy."""
         return self.method_order
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+    def drift_fractions(self) -> tuple[float, ...]:
+        """The drift coefficients `drifts`."""
+        return self.drifts
+
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> SplittingState:
         """The cached force F(t0, q0)."""
         assert isinstance(model, AbstractSeparableModel)
-        return model.force(t0, y0[0])
+        return SplittingState(model.force(t0, y0[0]))
 
     def step(
         self,
@@ -281,12 +392,12 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: SplittingState,
+    ) -> tuple[State, SplittingState]:
         """One composed kick–drift step (see the class docstring)."""
         assert isinstance(model, AbstractSeparableModel)
         q, p = y
-        force = state
+        force = state.force
         p = _axpy(p, self.kicks[0] * dt, force)
         tau = t
         for a, b in zip(self.drifts, self.kicks[1:], strict=True):
@@ -295,7 +406,26 @@ class AbstractSplittingIntegrator(AbstractIntegrator):
             force = model.force(tau, q)
             if b != 0:
                 p = _axpy(p, b * dt, force)
-        return (q, p), force
+        return (q, p), SplittingState(force)
+
+
+_CBRT2 = 2.0 ** (1.0 / 3.0)
+_W3 = 1.0 / (2.0 - _CBRT2)  # the triple jump (Forest & Ruth 1990; Yoshida 1990)
+_W5 = 1.0 / (4.0 - 4.0 ** (1.0 / 3.0))  # Suzuki's fractal five-stage composition
+_Y6 = (0.784513610477560, 0.235573213359357, -1.17767998417887)  # Yoshida (1990), 6A
+
+#: Symmetric composition weights, by number of stages: a method of order 2 applied with
+#: steps wᵢ·dt in turn is of order 2 (1 stage), 4 (3 and 5 stages) or 6 (7 stages).
+#: The one definition of these numbers: `Yoshida4` and `Yoshida6` compose Verlet
+#: with them, `sciad.md.NoseHooverChain` its chain propagator. References: Yoshida,
+#: Phys. Lett. A 150, 262 (1990), Table 1 (solution A for 7 stages); Suzuki, Phys.
+#: Lett. A 146, 319 (1990) (5 stages); Martyna et al., Mol. Phys. 87, 1117 (1996).
+COMPOSITION_WEIGHTS: dict[int, tuple[float, ...]] = {
+    1: (1.0,),
+    3: (_W3, -_CBRT2 / (2.0 - _CBRT2), _W3),
+    5: (_W5, _W5, 1.0 - 4.0 * _W5, _W5, _W5),
+    7: _Y6 + (1.0 - 2.0 * sum(_Y6),) + _Y6[::-1],
+}
 
 
 def _compose_verlet(weights: tuple[float, ...]) -> tuple[tuple, tuple]:
@@ -337,10 +467,6 @@ class VelocityVerlet(AbstractSplittingIntegrator):
 
 Leapfrog = VelocityVerlet
 
-_CBRT2 = 2.0 ** (1.0 / 3.0)
-_FR_W1 = 1.0 / (2.0 - _CBRT2)
-_FR_W0 = -_CBRT2 / (2.0 - _CBRT2)
-
 
 class Yoshida4(AbstractSplittingIntegrator):
     """The 4th-order Forest–Ruth / Yoshida triple-jump composition of Verlet. Order 4.
@@ -353,13 +479,8 @@ class Yoshida4(AbstractSplittingIntegrator):
     **Example:** `sciad.simulate(model, (q0, p0), dt=1e-2, n_steps=10, integrator=sciad.Yoshida4())`
     """
 
-    kicks, drifts = _compose_verlet((_FR_W1, _FR_W0, _FR_W1))
+    kicks, drifts = _compose_verlet(COMPOSITION_WEIGHTS[3])
     method_order: ClassVar[int] = 4
-
-
-# Yoshida (1990), 6th order, solution A.
-_Y6_W = (0.784513610477560, 0.235573213359357, -1.17767998417887)
-_Y6_W0 = 1.0 - 2.0 * sum(_Y6_W)
 
 
 class Yoshida6(AbstractSplittingIntegrator):
@@ -373,7 +494,7 @@ class Yoshida6(AbstractSplittingIntegrator):
     **Example:** `sciad.simulate(model, (q0, p0), dt=1e-2, n_steps=10, integrator=sciad.Yoshida6())`
     """
 
-    kicks, drifts = _compose_verlet(_Y6_W + (_Y6_W0,) + _Y6_W[::-1])
+    kicks, drifts = _compose_verlet(COMPOSITION_WEIGHTS[7])
     method_order: ClassVar[int] = 6
 
 

@@ -5,6 +5,7 @@ import inspect
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Int
 import numpy as np
 
 from ._adjoint import _scan, AbstractAdjoint, CheckpointAdjoint
@@ -355,6 +356,32 @@ def block_length(n: int, every: int = CHECK_EVERY) -> int:
     return next((b for b in near if n % b == 0), CHECK_EVERY)
 
 
+class _Carry(eqx.Module):
+    """What one step hands to the next. It holds no time: the time comes from the step
+    counter (exact, see StepClock), and is dead code, removed by XLA, for a
+    time-independent model."""
+
+    y: State
+    state: Anything  # the integrator state
+    k: Int[Array, ""]  # the step counter
+
+
+class _Checked(eqx.Module):
+    """A carry with the non-finite check's bookkeeping: `good` is the last carry seen
+    finite at a check (a snapshot, without gradient), `bad` whether a check failed."""
+
+    carry: _Carry
+    good: _Carry
+    bad: Bool[Array, ""]
+
+
+class _Counted(eqx.Module):
+    """A carry with the steps left in a padded save interval (`None`: no padding)."""
+
+    carry: _Carry
+    remaining: Int[Array, ""] | None
+
+
 @eqx.filter_jit
 def _run(
     model, y0, clock, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total
@@ -364,67 +391,56 @@ def _run(
         istate = integrator.init(model, t0, y0)
     every = 1 if integrator.check_every_step(model) else CHECK_EVERY
 
-    def step(c):
-        """One step. The carry holds no time: it comes from the step counter (exact, see
-        StepClock), and is dead code, removed by XLA, for a time-independent model."""
-        y, s, k = c
-        y, s = _one_step(integrator, model, clock(k), dt, y, s)
-        return y, s, k + 1
+    def step(c: _Carry) -> _Carry:
+        y, s = _one_step(integrator, model, clock(c.k), dt, c.y, c.state)
+        return _Carry(y, s, c.k + 1)
 
-    def masked_step(cr):
-        c, remaining = cr
-        return tree_where(remaining > 0, step(c), c), remaining - 1
+    def plain_step(cr: _Counted) -> _Counted:
+        return _Counted(step(cr.carry), None)
 
-    def check(c, good, bad):
+    def masked_step(cr: _Counted) -> _Counted:
+        assert cr.remaining is not None
+        c = tree_where(cr.remaining > 0, step(cr.carry), cr.carry)
+        return _Counted(c, cr.remaining - 1)
+
+    def check(x: _Checked) -> _Checked:
         """One finiteness check: keep a snapshot of the last finite state."""
-        ok = _all_finite(c[0])
-        return tree_where(bad | ~ok, good, jax.lax.stop_gradient(c)), bad | ~ok
+        bad = x.bad | ~_all_finite(x.carry.y)
+        good = tree_where(bad, x.good, jax.lax.stop_gradient(x.carry))
+        return _Checked(x.carry, good, bad)
 
-    def advance(ce, stepper, length):
-        """`length` iterations of `stepper` on (carry, extra), without checks."""
-        return _scan(stepper, ce, length)
+    def steps(x: _Checked, length: int, stepper, remaining=None) -> _Checked:
+        """`length` iterations of `stepper`, checked once per block."""
 
-    def checked(stepper, length):
-        """`length` steps, then one finiteness check that updates the snapshot."""
+        def block(length):
+            def run(xr):
+                x, remaining = xr
+                cr = _scan(stepper, _Counted(x.carry, remaining), length)
+                return check(_Checked(cr.carry, x.good, x.bad)), cr.remaining
 
-        def run(x):
-            ce, good, bad = x
-            ce = advance(ce, stepper, length)
-            return (ce, *check(ce[0], good, bad))
+            return run
 
-        return run
+        size = block_length(length, every)
+        nb, rem = divmod(length, size)
+        xr = adjoint.loop(block(size), (x, remaining), nb)
+        return (block(rem)(xr) if rem else xr)[0]
 
-    def steps(x, length, stepper):
-        block = block_length(length, every)
-        nb, rem = divmod(length, block)
-        x = loop(checked(stepper, block), x, nb)
-        return checked(stepper, rem)(x) if rem else x
+    def save(c: _Carry) -> tuple[Anything, Anything]:
+        t = clock(c.k)
+        return t, _saved(fn(t, c.y, integrator.model_at(model, c.state)))
 
-    def plain_step(cr):
-        return step(cr[0]), None
-
-    def plain(x, length):
-        (c, _), good, bad = steps(((x[0], None), x[1], x[2]), length, plain_step)
-        return c, good, bad
-
-    def save(x):
-        c = x[0]
-        t = clock(c[2])
-        return t, _saved(fn(t, c[0], integrator.model_at(model, c[1])))
-
-    c0 = (y0, istate, jnp.asarray(0, jnp.int32))
-    x = (c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
-    loop = adjoint.loop
+    c0 = _Carry(y0, istate, jnp.asarray(0, jnp.int32))
+    x = _Checked(c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
     ts = ys = None
     if not saves:
-        x = plain(x, n_run)
+        x = steps(x, n_run, plain_step)
         if n_saves_total:  # every save lies past max_steps: all padding
-            shape_t, shape_y = jax.eval_shape(save, x)
+            shape_t, shape_y = jax.eval_shape(save, x.carry)
             ts = jnp.full((0,), jnp.inf, shape_t.dtype)
             ys = jax.tree.map(lambda a: jnp.zeros((0,) + a.shape, a.dtype), shape_y)
     else:
-        x = plain(x, saves[0])
-        first_t, first_y = save(x)
+        x = steps(x, saves[0], plain_step)
+        first_t, first_y = save(x.carry)
         gaps = np.diff(np.asarray(saves, dtype=np.int64))
         if gaps.size:
             uniform = bool(np.all(gaps == gaps[0]))
@@ -434,37 +450,33 @@ def _run(
             per_check = max(1, every // width)
             stepper = plain_step if uniform else masked_step
 
-            def segment(x, g):
+            def segment(x: _Checked, g):
                 """One save interval: `g` real steps, padded to `width` if non-uniform."""
-                extra = None if uniform else g
                 if per_check > 1:
-                    (c, _) = advance((x[0], extra), stepper, width)
-                    x = (c, x[1], x[2])
+                    cr = _scan(stepper, _Counted(x.carry, g), width)
+                    x = _Checked(cr.carry, x.good, x.bad)
                 else:
-                    (c, _), good, bad = steps(((x[0], extra), x[1], x[2]), width, stepper)
-                    x = (c, good, bad)
-                return x, save(x)
+                    x = steps(x, width, stepper, g)
+                return x, save(x.carry)
 
-            def group(x, gs):
+            def group(x: _Checked, gs):
                 x, out = jax.lax.scan(segment, x, gs, length=per_check if gs is None else None)
-                return (x[0], *check(*x)) if per_check > 1 else x, out
+                return check(x) if per_check > 1 else x, out
 
-            if isinstance(adjoint, CheckpointAdjoint):
-                group = jax.checkpoint(group, prevent_cse=False)
             gaps32 = jnp.asarray(gaps, dtype=jnp.int32)
             n_groups, rem = divmod(gaps.size, per_check)
-            x, head = jax.lax.scan(
+            x, head = adjoint.save_loop(
                 group,
                 x,
                 None if uniform else gaps32[: n_groups * per_check].reshape(n_groups, per_check),
-                length=n_groups,
+                n_groups,
             )
             outs = [jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), head)]
             if rem:
                 x, tail = jax.lax.scan(
                     segment, x, None if uniform else gaps32[n_groups * per_check :], length=rem
                 )
-                x = (x[0], *check(*x)) if per_check > 1 else x
+                x = check(x) if per_check > 1 else x
                 outs.append(tail)
             rest_t, rest_y = jax.tree.map(lambda *a: jnp.concatenate(a), *outs)
             ts = jnp.concatenate([first_t[None], rest_t])
@@ -472,7 +484,7 @@ def _run(
         else:
             ts = first_t[None]
             ys = jax.tree.map(lambda a: a[None], first_y)
-        x = plain(x, n_run - saves[-1])
+        x = steps(x, n_run - saves[-1], plain_step)
     missing = n_saves_total - len(saves)
     if missing and ts is not None:
         ts = jnp.concatenate([ts, jnp.full((missing,), jnp.inf, ts.dtype)])
@@ -480,21 +492,21 @@ def _run(
             lambda a: jnp.concatenate([a, jnp.full((missing,) + a.shape[1:], jnp.nan, a.dtype)]),
             ys,
         )
-    (y1, istate, k), good, bad = x
-    t1 = clock(k)
+    end, good = x.carry, x.good
+    t1 = clock(end.k)
     if every == 1:  # the snapshot is the state just before the first bad step
-        first_bad = jnp.where(bad, good[2] + 1, -1)
+        first_bad = jnp.where(x.bad, good.k + 1, -1)
     else:
         # Lazy: a plain cond on the batched flag would replay a block for every world
         # of a vmapped run (a third more steps for a 195-step run), bad or not.
         first_bad = lazy_cond(
-            bad,
+            x.bad,
             lambda: _first_bad_step(step, good, min(MAX_BLOCK, n_run)),
             lambda: jnp.asarray(-1, jnp.int32),
         )
-    result = RESULTS.where(bad, RESULTS.nonfinite_state, integrator.status(istate))
-    stats = {"num_steps": k, "first_nonfinite_step": first_bad}
-    return Trajectory(ts, ys, t1, y1, istate, result, stats)
+    result = RESULTS.where(x.bad, RESULTS.nonfinite_state, integrator.status(end.state))
+    stats = {"num_steps": end.k, "first_nonfinite_step": first_bad}
+    return Trajectory(ts, ys, t1, end.y, end.state, result, stats)
 
 
 @eqx.filter_jit
@@ -504,13 +516,13 @@ def _one_step(integrator, model, t, dt, y, s):
     return integrator.step(model, t, dt, y, s)
 
 
-def _first_bad_step(step: Anything, good: Anything, length: int) -> Anything:
+def _first_bad_step(step: Anything, good: _Carry, length: int) -> Anything:
     """Replay at most one block from the last finite snapshot; the first bad step."""
 
     def body(cb):
         c, first = cb
         c = step(c)
-        first = jnp.where((first < 0) & ~_all_finite(c[0]), c[2], first)
+        first = jnp.where((first < 0) & ~_all_finite(c.y), c.k, first)
         return c, first
 
     return _scan(body, (good, jnp.asarray(-1, jnp.int32)), length)[1]

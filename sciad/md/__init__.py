@@ -4,14 +4,17 @@ observables and transport coefficients, reweighting, lattices and Maxwell–Bolt
 velocities, extended-XYZ I/O.
 """
 
-from ._barostat import CellRescaling as CellRescaling
+from ._barostat import (
+    CellRescaling as CellRescaling,
+    CellRescalingState as CellRescalingState,
+)
 from ._bonded import (
     AbstractBondedTerm as AbstractBondedTerm,
     HarmonicAngle as HarmonicAngle,
     HarmonicBond as HarmonicBond,
     PeriodicDihedral as PeriodicDihedral,
 )
-from ._brownian import BrownianDynamics as BrownianDynamics
+from ._brownian import BrownianDynamics as BrownianDynamics, BrownianState as BrownianState
 from ._ewald import Ewald as Ewald
 from ._fire import FIRE as FIRE
 from ._growing import run_growing as run_growing
@@ -35,7 +38,10 @@ from ._neighbors import (
     NeighborListBuilder as NeighborListBuilder,
     update as update,
 )
-from ._nose_hoover import NoseHooverChain as NoseHooverChain
+from ._nose_hoover import (
+    NoseHooverChain as NoseHooverChain,
+    NoseHooverState as NoseHooverState,
+)
 from ._observables import (
     mean_squared_displacement as mean_squared_displacement,
     pressure as pressure,
@@ -63,7 +69,10 @@ from ._potential import (
     strain_space as strain_space,
 )
 from ._reweight import reweighted_average as reweighted_average
-from ._run import NeighborListIntegrator as NeighborListIntegrator
+from ._run import (
+    NeighborListIntegrator as NeighborListIntegrator,
+    NeighborListState as NeighborListState,
+)
 from ._space import (
     AbstractPeriodicSpace as AbstractPeriodicSpace,
     AbstractSpace as AbstractSpace,
@@ -77,7 +86,11 @@ from ._system import (
     MDSystem as MDSystem,
     pair_energy_sum as pair_energy_sum,
 )
-from ._thermostat import LangevinBAOAB as LangevinBAOAB
+from ._thermostat import (
+    AbstractThermostat as AbstractThermostat,
+    LangevinBAOAB as LangevinBAOAB,
+    LangevinState as LangevinState,
+)
 from ._transport import (
     einstein_diffusion as einstein_diffusion,
     green_kubo_diffusion as green_kubo_diffusion,

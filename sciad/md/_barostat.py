@@ -8,18 +8,22 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Key
 
-from .._core._integrator import AbstractIntegrator
+from .._core._integrator import (
+    AbstractIntegrator,
+    AbstractWrappedIntegrator,
+    AbstractWrappedState,
+)
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
-from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._types import Anything, BoolScalar, FloatScalar, RealScalarLike, State
 from .._core._validate import check_positive, check_scalar
-from ._brownian import BrownianDynamics
 from ._nose_hoover import md_system
 from ._observables import pressure as instantaneous_pressure
 from ._potential import concrete_range
 from ._run import NeighborListIntegrator
 from ._space import AbstractSpace
 from ._system import MDSystem
+from ._thermostat import AbstractThermostat
 
 _OWNER = "CellRescaling"
 
@@ -32,16 +36,27 @@ def _too_small(system: MDSystem, space: AbstractSpace) -> Array:
     return 2 * reach > space.min_width()
 
 
-def _kT_of(thermostat: Anything) -> Array:
-    """The thermostat's temperature (checked to exist in `CellRescaling.__check_init__`)."""
-    return jnp.asarray(thermostat.kT)
-
-
 def _with_space(system: MDSystem, space: AbstractSpace) -> MDSystem:
     return eqx.tree_at(lambda m: m.space, system, space)
 
 
-class CellRescaling(AbstractIntegrator):
+class CellRescalingState(AbstractWrappedState):
+    """The state of [`CellRescaling`][sciad.md.CellRescaling].
+
+    **Fields:** `inner`: the thermostat's state; `space`: the current (scaled) space,
+    whose box is the current box; `key`: the barostat's random key; `too_small`: whether
+    the box ever became narrower than twice the potential's range (sticky).
+
+    **Example:** `traj.integrator_state.space.volume()`
+    """
+
+    inner: Anything
+    space: AbstractSpace
+    key: Key[Array, ""]
+    too_small: BoolScalar
+
+
+class CellRescaling(AbstractWrappedIntegrator):
     """Isothermal–isobaric (NPT) dynamics: stochastic cell rescaling around a thermostat.
 
     Composed from parts: each step is one step of `thermostat` (an NVT integrator such
@@ -70,7 +85,7 @@ class CellRescaling(AbstractIntegrator):
     equals P₀: ⟨P_int⟩ + ⟨kT/V⟩ = P₀ exactly.
 
     The box (the system's space, scaled) and the key live in the integrator state:
-    [`model_at`][sciad.md.CellRescaling.model_at] returns the system with the current
+    [`model_at`][sciad.AbstractWrappedIntegrator.model_at] returns the system with the current
     box, so `SaveAt(fn=...)` sees the current volume, and runs resume bit for bit.
     Differentiable for fixed keys. The barostat's part is first order in dt (its
     relaxation time τ_p/(β_T B) is long against dt, so the error is small).
@@ -100,7 +115,8 @@ class CellRescaling(AbstractIntegrator):
     - `pressure_correction`: optional `f(system) -> scalar` added to P_int, e.g. a
       long-range tail correction that depends on the current volume.
 
-    **State:** `(thermostat state, the current space, key, box-too-small flag)`.
+    **State:** a [`CellRescalingState`][sciad.md.CellRescalingState] (thermostat state,
+    the current space, key, box-too-small flag).
 
     **Example:**
 
@@ -113,6 +129,8 @@ class CellRescaling(AbstractIntegrator):
     ```
     """
 
+    # Annotated as any integrator so that `__check_init__` refuses a wrong one with
+    # its precise message.
     thermostat: AbstractIntegrator
     pressure: FloatScalar = eqx.field(converter=jnp.asarray)
     compressibility: FloatScalar = eqx.field(converter=jnp.asarray)
@@ -123,6 +141,7 @@ class CellRescaling(AbstractIntegrator):
     )
     requires_separable: ClassVar[bool] = True
     caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
+    wrapper_order: ClassVar[int | None] = 1  # the volume move is an Euler–Maruyama step
 
     def __check_init__(self):
         t = self.thermostat
@@ -132,16 +151,16 @@ class CellRescaling(AbstractIntegrator):
                 "NeighborListIntegrator(CellRescaling(thermostat, ...), builder), which "
                 "builds lists for the current box."
             )
-        if isinstance(t, BrownianDynamics):
+        if not isinstance(t, AbstractThermostat):
             raise TypeError(
-                f"{_OWNER} needs momenta for the kinetic pressure; BrownianDynamics has "
-                "none. Use LangevinBAOAB or NoseHooverChain."
+                f"{_OWNER}: thermostat must be an NVT integrator with a `kT` (a "
+                "sciad.md.AbstractThermostat such as sciad.md.LangevinBAOAB or "
+                f"sciad.md.NoseHooverChain); got {type(t).__name__}."
             )
-        if not isinstance(t, AbstractIntegrator) or not hasattr(t, "kT"):
+        if not t.has_momenta:
             raise TypeError(
-                f"{_OWNER}: thermostat must be an NVT integrator with a `kT` "
-                "(sciad.md.LangevinBAOAB or sciad.md.NoseHooverChain); got "
-                f"{type(t).__name__}."
+                f"{_OWNER} needs momenta for the kinetic pressure; {type(t).__name__} has "
+                "none. Use LangevinBAOAB or NoseHooverChain."
             )
         check_positive(self.compressibility, f"{_OWNER}.compressibility")
         check_positive(self.tau_p, f"{_OWNER}.tau_p")
@@ -149,9 +168,10 @@ class CellRescaling(AbstractIntegrator):
         if self.pressure_correction is not None and not callable(self.pressure_correction):
             raise TypeError(f"{_OWNER}: pressure_correction must be callable or None.")
 
-    def order(self) -> int:
-        """1: the volume move is an Euler–Maruyama step."""
-        return 1
+    @property
+    def integrator(self) -> AbstractIntegrator:
+        """The wrapped integrator: `thermostat`."""
+        return self.thermostat
 
     def _system(self, model: AbstractModel) -> MDSystem:
         return md_system(model, _OWNER)
@@ -167,30 +187,22 @@ class CellRescaling(AbstractIntegrator):
             )
         self.thermostat.check(system)
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(thermostat state, the system's space, key, box-too-small flag)."""
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> CellRescalingState:
+        """A [`CellRescalingState`][sciad.md.CellRescalingState]: the thermostat state,
+        the system's space, the key and the box-too-small flag."""
         system = self._system(model)
         space = system.space.scaled(jnp.ones((), dtype=y0[0].dtype))
         inner = self.thermostat.init(_with_space(system, space), t0, y0)
-        return inner, space, self.key, _too_small(system, space)
+        return CellRescalingState(inner, space, self.key, _too_small(system, space))
 
-    def refresh(
-        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
-    ) -> Anything:
-        """Refresh the thermostat's cache at the current box; keep box and key."""
-        inner, space, key, too_small = state
-        system = _with_space(self._system(model), space)
-        return self.thermostat.refresh(system, t, y, inner), space, key, too_small
+    def inner_model(self, model: AbstractModel, state: CellRescalingState) -> AbstractModel:
+        """The system with the current box."""
+        return _with_space(md_system(model, _OWNER), state.space)
 
-    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
-        """The system with the current box (and the thermostat's own view of it)."""
-        inner, space = state[:2]
-        return self.thermostat.model_at(_with_space(md_system(model, _OWNER), space), inner)
-
-    def status(self, state: Anything) -> RESULTS:
+    def wrapper_status(self, state: CellRescalingState) -> RESULTS:
         """`box_too_small` if the box ever became narrower than twice the potential's
-        range, else the thermostat's status."""
-        return RESULTS.where(state[3], RESULTS.box_too_small, self.thermostat.status(state[0]))
+        range."""
+        return RESULTS.where(state.too_small, RESULTS.box_too_small, RESULTS.successful)
 
     def internal_pressure(self, system: MDSystem, y: State) -> FloatScalar:
         """P_int: the virial pressure with centre-of-mass-free momenta, plus the correction.
@@ -213,14 +225,16 @@ class CellRescaling(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: CellRescalingState,
+    ) -> tuple[State, CellRescalingState]:
         """A thermostat step at fixed box, then one stochastic volume move."""
         base = self._system(model)
-        inner, space, key, too_small = state
+        inner, space, key, too_small = state.inner, state.space, state.key, state.too_small
         system = _with_space(base, space)
         (q, p), inner = self.thermostat.step(system, t, dt, y, inner)
-        kT = _kT_of(self.thermostat)
+        thermostat = self.thermostat
+        assert isinstance(thermostat, AbstractThermostat)  # checked in __check_init__
+        kT = jnp.asarray(thermostat.kT)
         d = q.shape[1]
         volume = space.volume()
         key, sub = jax.random.split(key)
@@ -236,4 +250,4 @@ class CellRescaling(AbstractIntegrator):
         space = space.scaled(s)
         inner = self.thermostat.refresh(_with_space(base, space), t + dt, (q, p), inner)
         too_small = too_small | _too_small(base, space)
-        return (q, p), (inner, space, key, too_small)
+        return (q, p), CellRescalingState(inner, space, key, too_small)

@@ -5,16 +5,31 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Key
+from jaxtyping import Array, Float, Key
 
-from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
-from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._types import FloatScalar, RealScalarLike, State
 from .._core._validate import check_key, check_positive
 from ._nose_hoover import md_system
+from ._thermostat import AbstractThermostat
 
 
-class BrownianDynamics(AbstractIntegrator):
+class BrownianState(eqx.Module):
+    """The state of [`BrownianDynamics`][sciad.md.BrownianDynamics].
+
+    **Fields:** `force`: the cached force F(qₙ), shape `(n, d)`; `noise`: the Gaussian
+    Rₙ of shape `(n, d)` that the next step reuses; `key`: the random key of the next
+    step.
+
+    **Example:** `traj.integrator_state.noise`
+    """
+
+    force: Float[Array, "n d"]
+    noise: Float[Array, "n d"]
+    key: Key[Array, ""]
+
+
+class BrownianDynamics(AbstractThermostat):
     """Overdamped Langevin (Brownian) dynamics: dq = F/(γm) dt + √(2kT/(γm)) dW.
 
     Each particle diffuses with D = kT/(γm) (the high-friction limit of
@@ -46,7 +61,8 @@ class BrownianDynamics(AbstractIntegrator):
     - `kT`: the temperature kB·T (energy units), ≥ 0.
     - `key`: a `jax.random.key`.
 
-    **State:** `(cached force F(qₙ), Rₙ of shape (n, d), key)`.
+    **State:** a [`BrownianState`][sciad.md.BrownianState] (cached force F(qₙ), Rₙ
+    and the key).
 
     **Example:**
 
@@ -60,6 +76,7 @@ class BrownianDynamics(AbstractIntegrator):
     kT: FloatScalar = eqx.field(converter=jnp.asarray)
     key: Key[Array, ""]
     requires_separable: ClassVar[bool] = True
+    has_momenta: ClassVar[bool] = False  # overdamped: p is returned as zeros
     caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
 
     def __check_init__(self):
@@ -75,20 +92,20 @@ class BrownianDynamics(AbstractIntegrator):
         """`False`: every particle diffuses with its own noise (and p is zero)."""
         return False
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(F(q₀), R₀, key)."""
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> BrownianState:
+        """A [`BrownianState`][sciad.md.BrownianState]: F(q₀), R₀ and the key."""
         system = md_system(model, "BrownianDynamics")
         q = y0[0]
         key, sub = jax.random.split(self.key)
         r = jax.random.normal(sub, q.shape, dtype=q.dtype)
-        return system.force(t0, q), r, key
+        return BrownianState(system.force(t0, q), r, key)
 
     def refresh(
-        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
-    ) -> Anything:
+        self, model: AbstractModel, t: RealScalarLike, y: State, state: BrownianState
+    ) -> BrownianState:
         """Recompute the cached force; keep Rₙ and the key."""
         system = md_system(model, "BrownianDynamics")
-        return system.force(t, y[0]), state[1], state[2]
+        return BrownianState(system.force(t, y[0]), state.noise, state.key)
 
     def step(
         self,
@@ -96,16 +113,16 @@ class BrownianDynamics(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: BrownianState,
+    ) -> tuple[State, BrownianState]:
         """One Leimkuhler–Matthews step; p is returned as zeros."""
         system = md_system(model, "BrownianDynamics")
         q, p = y
-        force, r, key = state
+        force, r, key = state.force, state.noise, state.key
         key, sub = jax.random.split(key)
         r_next = jax.random.normal(sub, q.shape, dtype=q.dtype)
         mobility_dt = dt / (self.friction * system.masses[:, None])
         # √(kT/2)·√(dt/(γm)) rather than √(kT dt/(2γm)): finite γ-gradients at kT = 0.
         noise = jnp.sqrt(self.kT / 2) * jnp.sqrt(mobility_dt)
         q = q + mobility_dt * force + noise * (r + r_next)
-        return (q, jnp.zeros_like(p)), (system.force(t + dt, q), r_next, key)
+        return (q, jnp.zeros_like(p)), BrownianState(system.force(t + dt, q), r_next, key)

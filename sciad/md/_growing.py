@@ -1,6 +1,7 @@
 """Long neighbour-list runs that grow the list's capacity on overflow, chunk by chunk."""
 
 from collections.abc import Callable
+import dataclasses
 
 import equinox as eqx
 import jax
@@ -157,11 +158,12 @@ def run_growing(
 
 
 def _adopt(state, builder, integrator, system, t, y) -> Anything:
-    """A resumed state with its list rebuilt by `builder` (inner state and keys kept)."""
-    if state is None or state[1].capacity == builder.capacity:
+    """A resumed state with its list rebuilt by `builder` (inner state, keys, the
+    rebuild count and the stale flag kept)."""
+    if state is None or state.neighbors.capacity == builder.capacity:
         return state
     fresh = NeighborListIntegrator(integrator, builder).init(system, t, y)
-    return (state[0], *fresh[1:3], state[3], state[4])
+    return dataclasses.replace(state, neighbors=fresh.neighbors, overflow=fresh.overflow)
 
 
 @eqx.filter_jit

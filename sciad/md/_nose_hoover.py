@@ -8,25 +8,18 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
 
-from .._core._integrator import AbstractIntegrator, VelocityVerlet
+from .._core._integrator import (
+    AbstractIntegrator,
+    AbstractWrappedIntegrator,
+    AbstractWrappedState,
+    COMPOSITION_WEIGHTS,
+    VelocityVerlet,
+)
 from .._core._model import AbstractModel
-from .._core._results import RESULTS
 from .._core._types import Anything, FloatScalar, RealScalarLike, State
 from .._core._validate import check_int, check_positive
 from ._system import MDSystem
-
-# Suzuki–Yoshida weights for the chain propagator: Yoshida, Phys. Lett. A 150, 262
-# (1990); Martyna et al. (1996), Table 1.
-_CBRT2 = 2.0 ** (1.0 / 3.0)
-_W3 = 1.0 / (2.0 - _CBRT2)
-_W5 = 1.0 / (4.0 - 4.0 ** (1.0 / 3.0))
-_Y7 = (0.784513610477560, 0.235573213359357, -1.17767998417887)
-_YOSHIDA: dict[int, tuple[float, ...]] = {
-    1: (1.0,),
-    3: (_W3, 1.0 - 2.0 * _W3, _W3),
-    5: (_W5, _W5, 1.0 - 4.0 * _W5, _W5, _W5),
-    7: _Y7 + (1.0 - 2.0 * sum(_Y7),) + _Y7[::-1],
-}
+from ._thermostat import AbstractThermostat
 
 
 def md_system(model: AbstractModel, owner: str) -> MDSystem:
@@ -45,7 +38,21 @@ def _degrees_of_freedom(p: Array, owner: str) -> int:
     return n * d - d
 
 
-class NoseHooverChain(AbstractIntegrator):
+class NoseHooverState(AbstractWrappedState):
+    """The state of [`NoseHooverChain`][sciad.md.NoseHooverChain].
+
+    **Fields:** `inner`: the inner integrator's state; `eta`: the chain positions ηⱼ,
+    shape `(M,)`; `p_eta`: the chain momenta p_ηⱼ, shape `(M,)`.
+
+    **Example:** `traj.integrator_state.p_eta`
+    """
+
+    inner: Anything
+    eta: Float[Array, " M"]
+    p_eta: Float[Array, " M"]
+
+
+class NoseHooverChain(AbstractThermostat, AbstractWrappedIntegrator):
     """Canonical (NVT) dynamics with a Nosé–Hoover chain: the MTK propagator.
 
     A chain of M thermostats (ηⱼ, p_ηⱼ) with masses Q₁ = N_f kT τ², Qⱼ = kT τ² (j ≥ 2)
@@ -88,7 +95,7 @@ class NoseHooverChain(AbstractIntegrator):
     - `yoshida_weights`: 1, 3, 5 or 7 Suzuki–Yoshida weights per sub-step (static).
     - `integrator`: the inner (NVE) integrator, velocity Verlet by default.
 
-    **State:** `(inner state, η (M,), p_η (M,))`.
+    **State:** a [`NoseHooverState`][sciad.md.NoseHooverState] (inner state, η and p_η).
 
     **Example:**
 
@@ -107,6 +114,7 @@ class NoseHooverChain(AbstractIntegrator):
     integrator: AbstractIntegrator = eqx.field(default_factory=VelocityVerlet)
     requires_separable: ClassVar[bool] = True
     caches: ClassVar[bool] = True  # refresh recomputes the force and keeps the rest
+    wrapper_order: ClassVar[int | None] = 2  # the symmetric Trotter splitting
 
     def __check_init__(self):
         owner = "NoseHooverChain"
@@ -114,38 +122,19 @@ class NoseHooverChain(AbstractIntegrator):
         check_positive(self.tau, f"{owner}.tau")
         check_int(self.chain_length, f"{owner}.chain_length")
         check_int(self.n_substeps, f"{owner}.n_substeps")
-        check_int(self.yoshida_weights, f"{owner}.yoshida_weights", allowed=tuple(_YOSHIDA))
+        check_int(self.yoshida_weights, f"{owner}.yoshida_weights", allowed=(1, 3, 5, 7))
         if not isinstance(self.integrator, AbstractIntegrator):
             raise TypeError(
                 f"{owner}: integrator must be a sciad.AbstractIntegrator instance such as "
                 f"sciad.VelocityVerlet(); got {self.integrator!r}."
             )
 
-    def order(self) -> int:
-        """2 (symmetric Trotter splitting), or the inner integrator's order if lower."""
-        return min(2, self.integrator.order())
-
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(inner state, η = 0, p_η = 0)."""
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> NoseHooverState:
+        """A [`NoseHooverState`][sciad.md.NoseHooverState]: the inner state, η = 0, p_η = 0."""
         md_system(model, "NoseHooverChain")
         _degrees_of_freedom(y0[1], "NoseHooverChain")
         zeros = jnp.zeros((self.chain_length,), dtype=y0[1].dtype)
-        return self.integrator.init(model, t0, y0), zeros, zeros
-
-    def refresh(
-        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
-    ) -> Anything:
-        """Refresh the inner integrator's cache (a force); keep the chain."""
-        inner, eta, p_eta = state
-        return self.integrator.refresh(model, t, y, inner), eta, p_eta
-
-    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
-        """The inner integrator's view of the model."""
-        return self.integrator.model_at(model, state[0])
-
-    def status(self, state: Anything) -> RESULTS:
-        """The inner integrator's status."""
-        return self.integrator.status(state[0])
+        return NoseHooverState(self.integrator.init(model, t0, y0), zeros, zeros)
 
     def chain_masses(self, n_dof: int) -> Float[Array, " M"]:
         """Q = (N_f kT τ², kT τ², …), shape `(chain_length,)` (energy·time²).
@@ -168,7 +157,7 @@ class NoseHooverChain(AbstractIntegrator):
         """
         m, kT = self.chain_length, self.kT
         qs = list(self.chain_masses(n_dof))
-        weights = np.tile(np.asarray(_YOSHIDA[self.yoshida_weights]), self.n_substeps)
+        weights = np.tile(np.asarray(COMPOSITION_WEIGHTS[self.yoshida_weights]), self.n_substeps)
         fractions = jnp.asarray(weights / self.n_substeps, dtype=two_k.dtype)
 
         def substep(carry, fraction):
@@ -203,20 +192,22 @@ class NoseHooverChain(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: NoseHooverState,
+    ) -> tuple[State, NoseHooverState]:
         """Chain half-step, inner step, chain half-step."""
         system = md_system(model, "NoseHooverChain")
-        inner, eta, p_eta = state
+        inner, eta, p_eta = state.inner, state.eta, state.p_eta
         q, p = y
         m = system.masses[:, None]
         n_dof = _degrees_of_freedom(p, "NoseHooverChain")
         s, eta, p_eta = self._chain_half_step(jnp.sum(p**2 / m), n_dof, eta, p_eta, dt / 2)
         (q, p), inner = self.integrator.step(model, t, dt, (q, s * p), inner)
         s, eta, p_eta = self._chain_half_step(jnp.sum(p**2 / m), n_dof, eta, p_eta, dt / 2)
-        return (q, s * p), (inner, eta, p_eta)
+        return (q, s * p), NoseHooverState(inner, eta, p_eta)
 
-    def conserved_energy(self, model: AbstractModel, y: State, state: Anything) -> FloatScalar:
+    def conserved_energy(
+        self, model: AbstractModel, y: State, state: NoseHooverState
+    ) -> FloatScalar:
         """The extended energy H' = H(q, p) + Σ p_ηⱼ²/(2Qⱼ) + N_f kT η₁ + kT Σⱼ≥₂ ηⱼ.
 
         Conserved by the exact chain dynamics; the integrator keeps it within bounded
@@ -230,7 +221,7 @@ class NoseHooverChain(AbstractIntegrator):
         **Example:** `nvt.conserved_energy(system, traj.y1, traj.integrator_state)`
         """
         system = md_system(self.model_at(model, state), "NoseHooverChain")
-        _, eta, p_eta = state
+        eta, p_eta = state.eta, state.p_eta
         n_dof = _degrees_of_freedom(y[1], "NoseHooverChain")
         qs = self.chain_masses(n_dof)
         chain = jnp.sum(p_eta**2 / (2 * qs)) + n_dof * self.kT * eta[0] + self.kT * jnp.sum(eta[1:])

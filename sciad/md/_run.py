@@ -7,12 +7,16 @@ import jax.numpy as jnp
 from jaxtyping import Array, Int
 
 from .._core._batching import lazy_cond, lazy_update
-from .._core._integrator import AbstractIntegrator
+from .._core._integrator import (
+    AbstractIntegrator,
+    AbstractWrappedIntegrator,
+    AbstractWrappedState,
+)
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
-from .._core._types import Anything, RealScalarLike, State
+from .._core._types import Anything, BoolScalar, RealScalarLike, State
 from .._core._validate import is_concrete
-from ._neighbors import max_displacement, NeighborListBuilder
+from ._neighbors import max_displacement, NeighborList, NeighborListBuilder
 from ._space import AbstractSpace
 from ._system import MDSystem, with_neighbors
 
@@ -31,7 +35,28 @@ def _space_of(model: AbstractModel) -> AbstractSpace:
     return model.space
 
 
-class NeighborListIntegrator(AbstractIntegrator):
+class NeighborListState(AbstractWrappedState):
+    """The state of [`NeighborListIntegrator`][sciad.md.NeighborListIntegrator].
+
+    **Fields:**
+
+    - `inner`: the inner integrator's state.
+    - `neighbors`: the current [`NeighborList`][sciad.md.NeighborList].
+    - `overflow`: whether any list built during the run overflowed (sticky).
+    - `n_builds`: how many times the list was rebuilt (the initial build not counted).
+    - `stale`: whether a particle crossed half the skin within one step (sticky).
+
+    **Example:** `int(traj.integrator_state.n_builds)`
+    """
+
+    inner: Anything
+    neighbors: NeighborList
+    overflow: BoolScalar
+    n_builds: Int[Array, ""]
+    stale: BoolScalar
+
+
+class NeighborListIntegrator(AbstractWrappedIntegrator):
     """Any integrator, with an `MDSystem`'s forces summed over a neighbour list.
 
     Every force evaluation uses a list that is certified valid at its positions. At the
@@ -62,6 +87,8 @@ class NeighborListIntegrator(AbstractIntegrator):
     - `builder`: a [`NeighborListBuilder`][sciad.md.NeighborListBuilder] made for the
       system's space, cut-off (≥ the potential's range) and skin.
 
+    **State:** a [`NeighborListState`][sciad.md.NeighborListState].
+
     **Example:**
 
     ```python
@@ -87,10 +114,6 @@ class NeighborListIntegrator(AbstractIntegrator):
                 f"with NeighborListBuilder.create); got {type(self.builder).__name__}."
             )
 
-    def order(self) -> int:
-        """The inner integrator's order."""
-        return self.integrator.order()
-
     def check(self, model: AbstractModel) -> None:
         """The model is an `MDSystem` whose potential's range the list's cut-off covers."""
         system = _with_list(model, None)
@@ -106,13 +129,25 @@ class NeighborListIntegrator(AbstractIntegrator):
             )
         self.integrator.check(system)
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(inner state, the list built at q0, overflow flag, rebuild count, stale flag)."""
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> NeighborListState:
+        """A [`NeighborListState`][sciad.md.NeighborListState]: the inner state, the
+        list built at q0, its overflow flag, no rebuilds, not stale."""
         assert isinstance(model, MDSystem)
         nbrs = self.builder.build(model.space, y0[0])
         inner = self.integrator.init(_with_list(model, nbrs), t0, y0)
         no = jnp.asarray(False)
-        return inner, nbrs, nbrs.did_overflow, jnp.asarray(0, jnp.int32), no
+        return NeighborListState(inner, nbrs, nbrs.did_overflow, jnp.asarray(0, jnp.int32), no)
+
+    def refresh(
+        self, model: AbstractModel, t: RealScalarLike, y: State, state: NeighborListState
+    ) -> NeighborListState:
+        """A fresh [`init`][sciad.md.NeighborListIntegrator.init]: the list rebuilt at
+        `y` and the inner state made anew (the list is part of the cache)."""
+        return self.init(model, t, y)
+
+    def inner_model(self, model: AbstractModel, state: NeighborListState) -> MDSystem:
+        """The system with the current list (overflow reported by the run's result)."""
+        return _with_list(model, state.neighbors)
 
     def step(
         self,
@@ -120,11 +155,11 @@ class NeighborListIntegrator(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: NeighborListState,
+    ) -> tuple[State, NeighborListState]:
         """One inner step with the current list; rebuilt and redone if it went stale."""
         assert isinstance(model, MDSystem)
-        inner, nbrs, overflow, n_builds, stale = state
+        inner, nbrs, n_builds, stale = state.inner, state.neighbors, state.n_builds, state.stale
         space = _space_of(self.integrator.model_at(model, inner))
         # 1. Rebuild ahead, at the start of the step, if this step's drift would likely
         # carry a particle past half the skin. The old list is valid here (the last step
@@ -148,13 +183,14 @@ class NeighborListIntegrator(AbstractIntegrator):
         nbrs, y1, inner1 = lazy_cond(rebuild, redo, lambda: (nbrs, y1, inner1))
         stale = stale | (rebuild & self._stale(model, nbrs, dt, y, y1, inner1))
         n_builds = n_builds + ahead.astype(jnp.int32) + rebuild.astype(jnp.int32)
-        return y1, (inner1, nbrs, overflow | nbrs.did_overflow, n_builds, stale)
+        overflow = state.overflow | nbrs.did_overflow
+        return y1, NeighborListState(inner1, nbrs, overflow, n_builds, stale)
 
     def _predicted_far(self, model: MDSystem, nbrs: Anything, dt: RealScalarLike, y, space):
         """The largest distance from the list's reference a particle is predicted to reach
         in this step: its displacement so far plus 1.5 × the straight drift Σ|aᵢ|·dt·v
         (the margin covers the kicks within the step)."""
-        drifts = getattr(self.integrator, "drifts", (1.0,))
+        drifts = self.drift_fractions()
         reach = 1.5 * sum(abs(a) for a in drifts) * jnp.abs(dt)
         step = reach * model.velocity(0.0, y[1])
         return max_displacement(space, y[0], nbrs.reference) + jnp.sqrt(
@@ -170,7 +206,7 @@ class NeighborListIntegrator(AbstractIntegrator):
         velocity Verlet and BAOAB.
         """
         space = _space_of(self.integrator.model_at(model, inner1))
-        drifts = getattr(self.integrator, "drifts", (1.0,))
+        drifts = self.drift_fractions()
         slack = sum(abs(a) for a in drifts) - abs(sum(drifts))
         far = max_displacement(space, y1[0], nbrs.reference)
         if slack > 0:
@@ -178,32 +214,30 @@ class NeighborListIntegrator(AbstractIntegrator):
             far = far + slack * jnp.abs(dt) * jnp.sqrt(jnp.max(jnp.sum(v, axis=-1)))
         return far > nbrs.skin / 2
 
-    def model_at(self, model: AbstractModel, state: Anything) -> AbstractModel:
+    def model_at(self, model: AbstractModel, state: NeighborListState) -> AbstractModel:
         """The system with the current neighbour list (so saved energies cost O(N)),
         and with the inner integrator's own view (a barostat's box, say).
 
         During a run (a traced state) an overflow is reported by the run's result code;
         called afterwards on a concrete `Trajectory.integrator_state`, an overflowed
         list makes the system's energy raise instead of silently missing pairs."""
-        inner, nbrs = state[:2]
+        inner, nbrs = state.inner, state.neighbors
         _with_list(model, None)
         system = with_neighbors(model, nbrs, reported=not is_concrete(nbrs.did_overflow))
         return self.integrator.model_at(system, inner)
 
     @staticmethod
-    def rebuilds(state: Anything) -> Int[Array, ""]:
+    def rebuilds(state: NeighborListState) -> Int[Array, ""]:
         """How many times the list was rebuilt during a run, from its
         `Trajectory.integrator_state` (the initial build not counted).
 
         **Example:** `integ.rebuilds(traj.integrator_state)`
         """
-        return state[3]
+        return state.n_builds
 
-    def status(self, state: Anything) -> RESULTS:
-        """The inner integrator's failure if any (a barostat's `box_too_small`, say), else
-        `neighbor_overflow` if any list built during the run overflowed, else
-        `neighbor_list_stale` if a particle crossed half the skin within one step."""
-        stale = RESULTS.where(state[4], RESULTS.neighbor_list_stale, RESULTS.successful)
-        own = RESULTS.where(state[2], RESULTS.neighbor_overflow, stale)
-        inner = self.integrator.status(state[0])
-        return RESULTS.where(inner == RESULTS.successful, own, inner)
+    def wrapper_status(self, state: NeighborListState) -> RESULTS:
+        """`neighbor_overflow` if any list built during the run overflowed, else
+        `neighbor_list_stale` if a particle crossed half the skin within one step (the
+        inner integrator's failure, a barostat's `box_too_small` say, comes first)."""
+        stale = RESULTS.where(state.stale, RESULTS.neighbor_list_stale, RESULTS.successful)
+        return RESULTS.where(state.overflow, RESULTS.neighbor_overflow, stale)

@@ -5,12 +5,12 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Key
+from jaxtyping import Array, Float, Key
 import numpy as np
 
 from .._core._integrator import AbstractIntegrator
 from .._core._model import AbstractModel
-from .._core._types import Anything, FloatScalar, RealScalarLike, State
+from .._core._types import FloatScalar, RealScalarLike, State
 from .._core._validate import check_key, check_positive, is_concrete
 from ._system import MDSystem
 
@@ -21,7 +21,49 @@ def _masses(model: AbstractModel) -> Array:
     return model.masses[:, None]
 
 
-class LangevinBAOAB(AbstractIntegrator):
+class AbstractThermostat(AbstractIntegrator):
+    """An NVT integrator: it samples the canonical ensemble of an `MDSystem` at the
+    temperature `kT`.
+
+    Composite integrators ask this interface, not a type: a barostat
+    ([`CellRescaling`][sciad.md.CellRescaling]) reads the temperature from `kT` and
+    refuses a thermostat without momenta (`has_momenta`). Implemented by
+    [`LangevinBAOAB`][sciad.md.LangevinBAOAB],
+    [`NoseHooverChain`][sciad.md.NoseHooverChain] and
+    [`BrownianDynamics`][sciad.md.BrownianDynamics].
+
+    **Attributes:**
+
+    - `kT`: the target temperature kB·T (energy units), a scalar array.
+    - `has_momenta`: whether the dynamics carries momenta (`False` for overdamped
+      dynamics, whose kinetic observables are meaningless).
+
+    **Example:**
+
+    ```python
+    nvt = sciad.md.LangevinBAOAB(friction=1.0, kT=1.5, key=jax.random.key(0))
+    isinstance(nvt, sciad.md.AbstractThermostat), float(nvt.kT)  # (True, 1.5)
+    ```
+    """
+
+    kT: eqx.AbstractVar[FloatScalar]
+    has_momenta: ClassVar[bool] = True
+
+
+class LangevinState(eqx.Module):
+    """The state of [`LangevinBAOAB`][sciad.md.LangevinBAOAB].
+
+    **Fields:** `force`: the cached force F(q), shape `(n, d)`; `key`: the random key
+    of the next step.
+
+    **Example:** `traj.integrator_state.key`
+    """
+
+    force: Float[Array, "n d"]
+    key: Key[Array, ""]
+
+
+class LangevinBAOAB(AbstractThermostat):
     """Langevin dynamics (NVT) with the BAOAB splitting of Leimkuhler & Matthews.
 
     dq = M⁻¹p dt,  dp = F(q) dt − γ p dt + √(2γ kB T M) dW.  One step is
@@ -68,18 +110,18 @@ class LangevinBAOAB(AbstractIntegrator):
         friction (plain velocity Verlet)."""
         return is_concrete(self.friction) and not np.any(np.asarray(self.friction))
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """(cached force F(q0), the key)."""
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> LangevinState:
+        """A [`LangevinState`][sciad.md.LangevinState]: the force F(q0) and the key."""
         _masses(model)
         assert isinstance(model, MDSystem)
-        return model.force(t0, y0[0]), self.key
+        return LangevinState(model.force(t0, y0[0]), self.key)
 
     def refresh(
-        self, model: AbstractModel, t: RealScalarLike, y: State, state: Anything
-    ) -> Anything:
+        self, model: AbstractModel, t: RealScalarLike, y: State, state: LangevinState
+    ) -> LangevinState:
         """Recompute the cached force; keep the key."""
         assert isinstance(model, MDSystem)
-        return model.force(t, y[0]), state[1]
+        return LangevinState(model.force(t, y[0]), state.key)
 
     def step(
         self,
@@ -87,12 +129,12 @@ class LangevinBAOAB(AbstractIntegrator):
         t: RealScalarLike,
         dt: RealScalarLike,
         y: State,
-        state: Anything,
-    ) -> tuple[State, Anything]:
+        state: LangevinState,
+    ) -> tuple[State, LangevinState]:
         """One BAOAB step."""
         m = _masses(model)
         assert isinstance(model, MDSystem)
-        (q, p), (force, key) = y, state
+        (q, p), force, key = y, state.force, state.key
         key, noise_key = jax.random.split(key)
         p = p + (0.5 * dt) * force
         q = q + (0.5 * dt) * model.velocity(t, p)
@@ -102,4 +144,4 @@ class LangevinBAOAB(AbstractIntegrator):
         q = q + (0.5 * dt) * model.velocity(t, p)
         force = model.force(t + dt, q)
         p = p + (0.5 * dt) * force
-        return (q, p), (force, key)
+        return (q, p), LangevinState(force, key)

@@ -36,6 +36,7 @@ from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
 from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights
 from ._integrators import (
+    ConstraintSolveState as ConstraintSolveState,
     FreeBodySplitting as FreeBodySplitting,
     RKMK4 as RKMK4,
     SemiImplicitEuler as SemiImplicitEuler,

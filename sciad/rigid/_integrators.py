@@ -7,10 +7,10 @@ import jax
 import jax.numpy as jnp
 
 from .._core._geometry import cross, quat_conjugate, quat_exp, quat_multiply, quat_rotate
-from .._core._integrator import AbstractIntegrator
+from .._core._integrator import AbstractIntegrator, RK4
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
-from .._core._types import Anything, RealScalarLike, State
+from .._core._types import BoolScalar, RealScalarLike, State
 from ._joints import FreeJoint
 from ._multibody import MultiBody
 
@@ -35,7 +35,7 @@ def _no_contacts(integrator: AbstractIntegrator, model: AbstractModel) -> MultiB
     return mb
 
 
-def _next_activation(mb: MultiBody, t: Anything, dt: Anything, y: State) -> tuple:
+def _next_activation(mb: MultiBody, t: RealScalarLike, dt: RealScalarLike, y: State) -> tuple:
     """`()` for y = (q, v); `(act⁺,)` for y = (q, v, act): the activations after the
     step from the rates at the start (MuJoCo's `mj_advance` after Euler)."""
     if len(y) == 2:
@@ -44,11 +44,36 @@ def _next_activation(mb: MultiBody, t: Anything, dt: Anything, y: State) -> tupl
     return (mb.next_activation(act, mb.activation_rate(t, q, v, act), dt),)
 
 
-def _solve_status(state: Anything) -> RESULTS:
-    """`solver_failed` once a constraint solve failed (`state`: the flag, or `None`)."""
-    if state is None:
+class ConstraintSolveState(eqx.Module):
+    """The state of [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] and
+    [`RKMK4`][sciad.rigid.RKMK4].
+
+    **Fields:** `solve_failed`: with contacts or hard limits, whether a constraint solve
+    has failed to converge (sticky); `None` for a `MultiBody` without constraints.
+
+    **Example:** `traj.integrator_state.solve_failed`
+    """
+
+    solve_failed: BoolScalar | None
+
+
+def _init_state(integrator: AbstractIntegrator, model: AbstractModel) -> ConstraintSolveState:
+    return ConstraintSolveState(
+        jnp.asarray(False) if _multibody(integrator, model).constrained else None
+    )
+
+
+def _solve_status(state: ConstraintSolveState) -> RESULTS:
+    """`solver_failed` once a constraint solve failed."""
+    if state.solve_failed is None:
         return RESULTS.successful
-    return RESULTS.where(state, RESULTS.solver_failed, RESULTS.successful)
+    return RESULTS.where(state.solve_failed, RESULTS.solver_failed, RESULTS.successful)
+
+
+def _failed(state: ConstraintSolveState, ok: BoolScalar) -> ConstraintSolveState:
+    """`state` after a solve that converged if `ok`."""
+    failed = state.solve_failed
+    return ConstraintSolveState(None if failed is None else failed | ~ok)
 
 
 class SemiImplicitEuler(AbstractIntegrator):
@@ -94,15 +119,19 @@ class SemiImplicitEuler(AbstractIntegrator):
         for the replay that would find the first bad step."""
         return _multibody(self, model).constrained
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state without constraints; with contacts or hard limits, a flag: has a
-        solve failed."""
-        mb = _multibody(self, model)
-        return jnp.asarray(False) if mb.constrained else None
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> ConstraintSolveState:
+        """A [`ConstraintSolveState`][sciad.rigid.ConstraintSolveState]: with contacts or
+        hard limits, a flag (has a solve failed); without, `None`."""
+        return _init_state(self, model)
 
     def step(
-        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
-    ) -> tuple[State, Anything]:
+        self,
+        model: AbstractModel,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        y: State,
+        state: ConstraintSolveState,
+    ) -> tuple[State, ConstraintSolveState]:
         """One step: kick the velocities (through the contact and limit solve, if
         any), then move the positions with the new ones."""
         mb = _multibody(self, model)
@@ -119,13 +148,13 @@ class SemiImplicitEuler(AbstractIntegrator):
                 act_dt=dt,
             )
             v = v + dt * acc
-            return (mb.integrate_positions(q, dt * v), v, *tail), None
+            return (mb.integrate_positions(q, dt * v), v, *tail), state
         v, ok = mb.constrained_velocity(
             t, dt, q, v, implicit_damping=self.implicit_damping, act=act
         )
-        return (mb.integrate_positions(q, jnp.asarray(dt) * v), v, *tail), state | ~ok
+        return (mb.integrate_positions(q, jnp.asarray(dt) * v), v, *tail), _failed(state, ok)
 
-    def status(self, state: Anything) -> RESULTS:
+    def status(self, state: ConstraintSolveState) -> RESULTS:
         """`solver_failed` if a contact solve did not converge."""
         return _solve_status(state)
 
@@ -167,17 +196,23 @@ class RKMK4(AbstractIntegrator):
         """With constraints, as `SemiImplicitEuler`: a step is four Newton solves."""
         return _multibody(self, model).constrained
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
-        """No state without constraints; with them, a flag: has a solve failed."""
-        return jnp.asarray(False) if _multibody(self, model).constrained else None
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> ConstraintSolveState:
+        """A [`ConstraintSolveState`][sciad.rigid.ConstraintSolveState], as
+        `SemiImplicitEuler`'s."""
+        return _init_state(self, model)
 
-    def status(self, state: Anything) -> RESULTS:
+    def status(self, state: ConstraintSolveState) -> RESULTS:
         """`solver_failed` if a constraint solve did not converge."""
         return _solve_status(state)
 
     def step(
-        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
-    ) -> tuple[State, Anything]:
+        self,
+        model: AbstractModel,
+        t: RealScalarLike,
+        dt: RealScalarLike,
+        y: State,
+        state: ConstraintSolveState,
+    ) -> tuple[State, ConstraintSolveState]:
         """One RKMK4 step. The four stages run as one `lax.scan` over the tableau, so
         the dynamics is traced (and compiled) once, not four times."""
         mb = _multibody(self, model)
@@ -186,8 +221,9 @@ class RKMK4(AbstractIntegrator):
         act0 = rest[0] if rest else jnp.zeros(0, v.dtype)
         dt = jnp.asarray(dt)
         dtype = v.dtype
-        a = jnp.asarray([0.0, 0.5, 0.5, 1.0], dtype)  # the stage's increment factor
-        b = jnp.asarray([1 / 6, 1 / 3, 1 / 3, 1 / 6], dtype)
+        # The classic RK4 tableau: stage i's increment factor is cᵢ (= aᵢ,ᵢ₋₁).
+        a = jnp.asarray(RK4.tableau_c, dtype)
+        b = jnp.asarray(RK4.tableau_b, dtype)
 
         def acceleration(ti, qi, vi, acti):
             acti = acti if act else None
@@ -213,7 +249,7 @@ class RKMK4(AbstractIntegrator):
         y1 = (mb.integrate_positions(q, dt * sum_q), v + dt * sum_v)
         if act:  # MuJoCo's mj_advance with the weighted rates: Euler or exact, clamped
             y1 = y1 + (mb.next_activation(act0, sum_a, dt),)
-        return y1, None if state is None else state | ~ok
+        return y1, _failed(state, ok)
 
 
 # The symmetric composition of the three exactly solvable rotations about the
@@ -265,7 +301,7 @@ class FreeBodySplitting(AbstractIntegrator):
         """A `MultiBody` of free bodies without contacts."""
         self.init(model, 0.0, None)
 
-    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> Anything:
+    def init(self, model: AbstractModel, t0: RealScalarLike, y0: State) -> None:
         """No state (checks that every body of `model` is free)."""
         mb = _no_contacts(self, model)
         if mb.na:
@@ -282,8 +318,8 @@ class FreeBodySplitting(AbstractIntegrator):
         return None
 
     def step(
-        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: Anything
-    ) -> tuple[State, Anything]:
+        self, model: AbstractModel, t: RealScalarLike, dt: RealScalarLike, y: State, state: None
+    ) -> tuple[State, None]:
         """Half kick, free flight (translation + five axis rotations), half kick."""
         mb = _no_contacts(self, model)
         q, v = y

@@ -408,7 +408,7 @@ class MultiBody(AbstractModel):
         except ValueError:
             raise ValueError(f"no body named {name!r}; bodies: {self.names}.") from None
 
-    def default_state(self) -> tuple[Q, V] | tuple[Q, V, A]:
+    def default_state(self) -> tuple[Float[Array, " _"], ...]:
         """(q₀, 0): every joint at its neutral configuration; free bodies at their
         `pos`/`quat`; with activation states also act = 0 (MuJoCo's initial `act`).
 

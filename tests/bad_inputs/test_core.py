@@ -292,6 +292,24 @@ CASES = [
         ValueError,
         r"CheckpointAdjoint\(levels=...\)",
     ),
+    (
+        "checkpoint memory negative",
+        lambda: sciad.CheckpointAdjoint(memory=-1),
+        ValueError,
+        r"CheckpointAdjoint\(memory=...\) must be a positive int \(bytes\), got -1",
+    ),
+    (
+        "checkpoint memory and levels",
+        lambda: sciad.CheckpointAdjoint(levels=3, memory=2**20),
+        ValueError,
+        "CheckpointAdjoint takes levels or memory, not both",
+    ),
+    (
+        "checkpoint memory too small",
+        lambda: sim(n_steps=1000, adjoint=sciad.CheckpointAdjoint(memory=8)),
+        ValueError,
+        r"CheckpointAdjoint\(memory=8\) is too small for this run: .* need at least",
+    ),
     # --- SaveAt
     (
         "saveat steps beyond run",

@@ -271,3 +271,39 @@ def test_float32_follows_the_inputs():
     assert q32.dtype == v32.dtype == jnp.float32
     np.testing.assert_allclose(q32, q64, atol=1e-4)
     np.testing.assert_allclose(v32, v64, atol=1e-3)
+
+
+@pytest.mark.parametrize("integrator", [rigid.SemiImplicitEuler(), rigid.RKMK4()])
+def test_integrator_state_is_named(integrator):
+    """The constraint integrators' state is a `ConstraintSolveState`: `solve_failed` is
+    `None` without constraints and a sticky flag with a hard joint limit."""
+    free = rigid.MultiBody(
+        [
+            rigid.Body(
+                "bob",
+                joint=rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0])),
+                mass=1.0,
+                inertia=jnp.full(3, 0.1),
+                com=jnp.array([0.0, 0.0, -1.0]),
+            )
+        ]
+    )
+    limited = rigid.MultiBody(
+        [
+            rigid.Body(
+                "bob",
+                joint=rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), range=(-0.2, 0.2)),
+                mass=1.0,
+                inertia=jnp.full(3, 0.1),
+                com=jnp.array([0.0, 0.0, -1.0]),
+            )
+        ]
+    )
+    y0 = (jnp.full(1, 0.1), jnp.zeros(1))
+    for model, flag in ((free, False), (limited, True)):
+        traj = sciad.simulate(model, y0, dt=1e-3, n_steps=5, integrator=integrator)
+        state = traj.integrator_state
+        assert type(state) is rigid.ConstraintSolveState
+        assert (state.solve_failed is not None) is flag
+        if flag:
+            assert not bool(state.solve_failed)
