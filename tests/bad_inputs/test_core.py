@@ -402,7 +402,12 @@ CASES = [
         ValueError,
         "does not belong to this model",
     ),
-    ("integrator_state NaN", lambda: resume(jnp.full(2, jnp.nan)), ValueError, "does not belong"),
+    (
+        "integrator_state NaN",
+        lambda: resume(sciad.SplittingState(jnp.full(2, jnp.nan))),
+        ValueError,
+        "does not belong",
+    ),
     (
         "integrator_state traced stale",
         traced_resume,
@@ -411,19 +416,19 @@ CASES = [
     ),
     (
         "integrator_state shape",
-        lambda: resume(jnp.zeros(3)),
+        lambda: resume(sciad.SplittingState(jnp.zeros(3))),
         ValueError,
-        r"integrator_state has shape \(3,\) .* gives shape \(2,\)",
+        r"integrator_state.force has shape \(3,\) .* gives shape \(2,\)",
     ),
     (
         "integrator_state dtype",
-        lambda: resume(jnp.zeros(2, jnp.float32)),
+        lambda: resume(sciad.SplittingState(jnp.zeros(2, jnp.float32))),
         ValueError,
         "dtype float32, but VelocityVerlet",
     ),
     (
         "integrator_state structure",
-        lambda: resume([jnp.zeros(2), jnp.zeros(2)]),
+        lambda: resume(jnp.zeros(2)),  # the bare force, not a SplittingState
         ValueError,
         "integrator_state has structure",
     ),
