@@ -171,6 +171,8 @@ def meta_fit(
     try:
         out = eqx.filter_eval_shape(_objective, theta0, args)
     except (TypeError, ValueError) as e:  # the user's objective fails on these inputs
+        if f"{e}".startswith("objective(hyper, data)"):  # already ours (e.g. not a pair)
+            raise
         raise type(e)(f"objective(hyper, data) fails before any optimisation: {e}") from e
     value = out[0]
     if not (

@@ -285,7 +285,7 @@ CASES = [
         "meta has_aux without a pair",
         lambda: sciad.meta_fit(HYPER, quadratic, has_aux=True),
         ValueError,
-        r"must return a pair \(scalar, aux\) with has_aux=True",
+        r"^objective\(hyper, data\) must return a pair \(scalar, aux\) with has_aux=True",
     ),
     (
         "meta objective fails",
