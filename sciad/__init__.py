@@ -36,6 +36,11 @@ from ._core._model import (
     AbstractModel as AbstractModel,
     AbstractSeparableModel as AbstractSeparableModel,
 )
+from ._core._progress import (
+    AbstractProgressMeter as AbstractProgressMeter,
+    TextProgressMeter as TextProgressMeter,
+    TqdmProgressMeter as TqdmProgressMeter,
+)
 from ._core._results import check_result as check_result, RESULTS as RESULTS, RunError as RunError
 from ._core._simulate import simulate as simulate
 from ._core._trajectory import SaveAt as SaveAt, Trajectory as Trajectory

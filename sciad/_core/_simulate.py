@@ -13,6 +13,7 @@ from ._batching import lazy_cond, tree_where
 from ._clock import StepClock
 from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
 from ._model import AbstractModel, AbstractSeparableModel
+from ._progress import AbstractProgressMeter, as_meter, report
 from ._results import check_result, RESULTS
 from ._trajectory import SaveAt, Trajectory
 from ._types import Anything, RealScalarLike, State
@@ -193,6 +194,7 @@ def simulate(
     max_steps: int | None = None,
     throw: bool = True,
     integrator_state: Anything = None,
+    progress: "bool | AbstractProgressMeter" = False,
 ) -> Trajectory:
     """Integrate `model` from `y0` with a fixed-step integrator.
 
@@ -222,6 +224,13 @@ def simulate(
       parameters, pass `integrator.refresh(model, t0, y0, state)` instead. It is checked
       against `(model, t0, y0)` (`AbstractIntegrator.check_resume`): a state of another
       structure, or a cached force from another point or other parameters, is refused.
+    - `progress`: report how far the run has got: `True` prints a line every 10% to
+      standard error (`sciad.TextProgressMeter()`), or pass a meter
+      (`sciad.TqdmProgressMeter()`, your own `sciad.AbstractProgressMeter`). It reports
+      once per check block (about 1,000 steps) from inside the compiled run, so it works
+      under `jit`; under `vmap` the batch shares one meter; reverse mode's replay of the
+      run is not reported again. The report is a host callback, so such a program is
+      not stored by the persistent compilation cache.
 
     Step times are t0 + k·dt computed from the step counter and rounded once to the
     state's dtype (see `StepClock`), so they do not drift however long the run, in
@@ -262,6 +271,7 @@ def simulate(
         )
     y0 = check_state(model, y0)
     _check_call_args(model, y0, saveat, throw)
+    meter = as_meter(progress)
     # Step counts and save indices come from the raw arguments: a Python float
     # stays concrete under tracing, an array made from it inside jit does not.
     for name, x in (("t0", t0), ("dt", dt), ("t1", t1)):
@@ -301,6 +311,7 @@ def simulate(
         n_run,
         kept,
         len(saves),
+        meter,
     )
     if n_run < n:
         traj = eqx.tree_at(
@@ -384,7 +395,7 @@ class _Counted(eqx.Module):
 
 @eqx.filter_jit
 def _run(
-    model, y0, clock, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total
+    model, y0, clock, dt, istate, integrator, adjoint, fn, n_run, saves, n_saves_total, meter
 ) -> Trajectory:
     t0 = clock(jnp.asarray(0, jnp.int32))
     if istate is None:
@@ -404,7 +415,9 @@ def _run(
         return _Counted(c, cr.remaining - 1)
 
     def check(x: _Checked) -> _Checked:
-        """One finiteness check: keep a snapshot of the last finite state."""
+        """One finiteness check: keep a snapshot of the last finite state (and report
+        the progress)."""
+        report(meter, x.carry.k, n_run)
         bad = x.bad | ~_all_finite(x.carry.y)
         good = tree_where(bad, x.good, jax.lax.stop_gradient(x.carry))
         return _Checked(x.carry, good, bad)
@@ -430,6 +443,7 @@ def _run(
         return t, _saved(fn(t, c.y, integrator.model_at(model, c.state)))
 
     c0 = _Carry(y0, istate, jnp.asarray(0, jnp.int32))
+    report(meter, c0.k, n_run)
     x = _Checked(c0, jax.lax.stop_gradient(c0), jnp.asarray(False))
     ts = ys = None
     if not saves:
@@ -493,6 +507,7 @@ def _run(
             ys,
         )
     end, good = x.carry, x.good
+    report(meter, end.k, n_run)  # the last block may end without a check
     t1 = clock(end.k)
     if every == 1:  # the snapshot is the state just before the first bad step
         first_bad = jnp.where(x.bad, good.k + 1, -1)

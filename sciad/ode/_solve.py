@@ -136,6 +136,19 @@ def _check_options(
         check_int(max_steps, "max_steps", minimum=1)
 
 
+def _progress_meter(progress: Any) -> diffrax.AbstractProgressMeter:
+    if progress is None or progress is False:
+        return diffrax.NoProgressMeter()
+    if progress is True:
+        return diffrax.TextProgressMeter()
+    if isinstance(progress, diffrax.AbstractProgressMeter):
+        return progress
+    raise TypeError(
+        "progress must be True, False or a diffrax progress meter "
+        f"(diffrax.TextProgressMeter(), diffrax.TqdmProgressMeter()); got {progress!r}."
+    )
+
+
 def solve(
     model: AbstractModel,
     y0: State,
@@ -154,6 +167,7 @@ def solve(
     stiff: bool | None = None,
     max_steps: int | None = 4096,
     throw: bool = True,
+    progress: "bool | diffrax.AbstractProgressMeter" = False,
 ) -> Trajectory:
     """Solve `model` adaptively with diffrax and return a `sciad.Trajectory`.
 
@@ -185,6 +199,9 @@ def solve(
     - `stiff`: override `model.stiff` when choosing the default solver.
     - `max_steps`: the most steps diffrax may take (an int >= 1, or `None`).
     - `throw`: raise on failure; otherwise see `Trajectory.result`.
+    - `progress`: `True` prints diffrax's text progress meter (the fraction of
+      [t0, t1] done); or pass a diffrax meter (`diffrax.TqdmProgressMeter()`). It
+      works under `jit` and `vmap` (one meter for the batch).
 
     **Returns:** a `sciad.Trajectory` with `ts`, `ys` (per `saveat`; by default the
     state at `ts`), the final time and state `t1`, `y1`, `result` and diffrax's `stats`.
@@ -236,6 +253,7 @@ def solve(
         event=event,
         max_steps=max_steps,
         throw=throw,
+        progress_meter=_progress_meter(progress),
     )
     dynamic, static = eqx.partition((model, y0, t0, t1, dt0), eqx.is_array)
 

@@ -608,6 +608,18 @@ CASES = [
         TypeError,
         "mesh must be a jax.sharding.Mesh",
     ),
+    (
+        "progress a string",
+        lambda: sim(progress="yes"),
+        TypeError,
+        "progress must be True, False or a sciad progress meter",
+    ),
+    (
+        "progress meter every above 1",
+        lambda: sciad.TextProgressMeter(every=1.5),
+        ValueError,
+        r"TextProgressMeter.every must lie in \(0.0, 1.0\]; got 1.5",
+    ),
 ]
 
 

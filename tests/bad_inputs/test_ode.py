@@ -343,6 +343,14 @@ CASES = [
         TypeError,
         "max_steps must be an int",
     ),
+    (
+        "solve progress a sciad meter",
+        lambda: sciad.ode.solve(
+            PEND, Y0, jnp.array([0.0, 1.0]), progress=sciad.TextProgressMeter()
+        ),
+        TypeError,
+        "progress must be True, False or a diffrax progress meter",
+    ),
 ] + [_model_case(*row) for row in MODEL_PARAMETERS]
 
 
