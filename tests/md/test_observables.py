@@ -161,7 +161,7 @@ def test_pressure_is_minus_volume_derivative_for_bonds_lj_and_ewald():
     p = md.maxwell_boltzmann(jax.random.key(3), system.masses, 1.0)
     kinetic = float(system.kinetic_energy(p))
     expect = (2 * kinetic + float(jnp.trace(W))) / (3 * volume)
-    assert np.isclose(eqx.filter_jit(md.pressure)(system, q, p), expect, rtol=1e-12)
+    assert np.isclose(eqx.filter_jit(md.pressure)(system, (q, p)), expect, rtol=1e-12)
 
 
 def test_strain_virial_of_a_pair_potential_equals_the_analytic_one(config):  # noqa: F811

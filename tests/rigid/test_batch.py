@@ -69,7 +69,8 @@ def test_batched_contact_step_keeps_one_chain_of_lapack_calls():
     mj = rigid.from_mujoco(mujoco.MjModel.from_xml_path(str(ant)))
     assert mj.model.pairs and mj.model.limited.size
     y0 = jax.tree.map(lambda x: jnp.broadcast_to(x, (4, *x.shape)), mj.y0)
-    step = jax.vmap(lambda y: mj.integrator.step(mj.model, 0.0, mj.dt, y, False)[0])
+    state = mj.integrator.init(mj.model, 0.0, mj.y0)
+    step = jax.vmap(lambda y: mj.integrator.step(mj.model, 0.0, mj.dt, y, state)[0])
     hlo = jax.jit(step).lower(y0).compile().as_text()
     calls = re.findall(r'custom_call_target="(lapack_\w+)"', hlo)
     assert sorted(calls) == ["lapack_dpotrf_ffi"] * 3 + ["lapack_dtrsm_ffi"] * 8, calls
