@@ -6,6 +6,7 @@ import abc
 import sys
 import threading
 from typing import Any
+import weakref
 
 import equinox as eqx
 import jax
@@ -147,8 +148,14 @@ _LOCK = threading.Lock()
 
 
 def _host_state(meter: AbstractProgressMeter) -> dict[str, Any]:
+    """The meter's host-side position; dropped with the meter (a new meter per call of
+    `simulate(progress=True)` must not leave an entry behind, nor hand its `id` on)."""
+    key = id(meter)
     with _LOCK:
-        return _STATES.setdefault(id(meter), {})
+        if key not in _STATES:
+            _STATES[key] = {}
+            weakref.finalize(meter, _STATES.pop, key, None)
+        return _STATES[key]
 
 
 def as_meter(progress: Anything) -> AbstractProgressMeter | None:
