@@ -169,12 +169,12 @@ def meta_fit(
     theta0 = jax.tree.map(lambda x, s: jnp.log(x) if s else x, params, is_pos)
     args = (objective, static, is_pos, data, has_aux)
     try:
-        out = eqx.filter_eval_shape(_objective, theta0, args)
+        raw = eqx.filter_eval_shape(
+            lambda th: objective(to_model(th, static, is_pos), data), theta0
+        )
     except (TypeError, ValueError) as e:  # the user's objective fails on these inputs
-        if f"{e}".startswith("objective(hyper, data)"):  # already ours (e.g. not a pair)
-            raise
         raise type(e)(f"objective(hyper, data) fails before any optimisation: {e}") from e
-    value = out[0]
+    value = _with_aux(raw, has_aux)[0]
     if not (
         isinstance(value, jax.ShapeDtypeStruct)
         and value.shape == ()
@@ -210,7 +210,11 @@ def meta_fit(
 def _objective(theta: PyTree, args: Any) -> tuple[Array, Any]:
     """The objective in optimiser coordinates (log h for positive leaves), with aux."""
     objective, static, is_pos, data, has_aux = args
-    out = objective(to_model(theta, static, is_pos), data)
+    return _with_aux(objective(to_model(theta, static, is_pos), data), has_aux)
+
+
+def _with_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
+    """The objective's output as (value, aux): aux `None` without `has_aux`."""
     if not has_aux:
         return out, None
     if not (isinstance(out, tuple) and len(out) == 2):
