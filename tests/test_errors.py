@@ -117,5 +117,5 @@ def test_under_jit_equinox_reports_it_and_check_result_gives_the_short_form():
 
 
 def test_check_result_refuses_what_is_not_a_trajectory():
-    with pytest.raises(TypeError, match="check_result takes a sciad.Trajectory .*got Array"):
+    with pytest.raises(TypeError, match="check_result takes what a sciad run returns .*got Array"):
         sciad.check_result(_Y0)

@@ -156,8 +156,8 @@ def test_vmap_over_datasets():
 
 def test_failure_code_and_throw():
     res = sciad.fit(GUESS, pend_residuals, OBS, free=PEND_FREE, max_steps=2, throw=False)
-    assert res.result == sciad.RESULTS.optimisation_failed
-    with pytest.raises(Exception, match="steps"):
+    assert res.result == sciad.RESULTS.max_steps_reached
+    with pytest.raises(sciad.RunError, match=r"^sciad.fit: the run needed more .* after 2 steps"):
         sciad.fit(GUESS, pend_residuals, OBS, free=PEND_FREE, max_steps=2)
 
 

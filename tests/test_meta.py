@@ -156,8 +156,8 @@ def test_module_hyperparameters_aux_free_and_progress(capsys):
 def test_failure_is_reported_without_throw():
     rosenbrock = lambda h, _: (1 - h[0]) ** 2 + 100 * (h[1] - h[0] ** 2) ** 2
     res = sciad.meta_fit(jnp.array([-1.2, 1.0]), rosenbrock, max_steps=3, throw=False)
-    assert res.result == sciad.RESULTS.optimisation_failed
-    with pytest.raises(Exception, match="maximum number of steps"):
+    assert res.result == sciad.RESULTS.max_steps_reached
+    with pytest.raises(sciad.RunError, match=r"^sciad.meta_fit: the run needed more steps"):
         sciad.meta_fit(jnp.array([-1.2, 1.0]), rosenbrock, max_steps=3)
 
 

@@ -128,7 +128,7 @@ def test_max_steps_code_and_throw():
     model = sciad.ode.LotkaVolterra()
     traj = sciad.ode.solve(model, Y0, TS, max_steps=3, throw=False)
     assert traj.result == sciad.RESULTS.max_steps_reached
-    with pytest.raises(Exception, match="max_steps"):
+    with pytest.raises(sciad.RunError, match=r"^sciad.ode.solve: the run needed more steps"):
         sciad.ode.solve(model, Y0, TS, max_steps=3)
 
 

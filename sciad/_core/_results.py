@@ -4,6 +4,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 
 from ._types import Anything
 from ._validate import is_concrete
@@ -106,21 +107,37 @@ def _stopped(code: RESULTS, stats: dict[str, Anything], t1: Anything) -> str:
     if bool(code == RESULTS.nonfinite_state) and first is not None and int(first) > 0:
         return f" at step {int(first)}" + ("" if steps is None else f" of {int(steps)}")
     if bool(code == RESULTS.max_steps_reached) and steps is not None:
-        return f" after {int(steps)} steps (t = {float(t1):.6g})"
+        return f" after {int(steps)} steps" + ("" if t1 is None else f" (t = {float(t1):.6g})")
     return ""
 
 
-def check_result(traj: Anything, owner: str = "sciad.simulate") -> bool:
+# The call each result type comes from, named in the message when no owner is given.
+_OWNERS = {
+    "Trajectory": "sciad.simulate",
+    "FitResult": "sciad.fit",
+    "MetaResult": "sciad.meta_fit",
+    "MinimizeResult": "sciad.md.minimize",
+}
+
+
+def check_result(out: Anything, owner: str | None = None) -> bool:
     """Raise [`RunError`][sciad.RunError] if a concrete run failed.
 
-    When the result of `traj` is concrete and not `successful` (in some batch element),
+    When the result of `out` is concrete and a failure (in some batch element: any code
+    but `successful` and the stop of a terminating event, `event_occurred`),
     this raises a `RunError` whose first line names `owner`, what happened and where
-    the run stopped, then the code's advice. `simulate` calls it with `throw=True`;
-    call it yourself after a run with `throw=False` under `jax.jit` or `jax.vmap`,
-    outside the transform, for the same short message.
+    the run stopped, then the code's advice. `simulate`, `ode.solve`, `fit`,
+    `meta_fit` and `md.minimize` call it with `throw=True`; call it yourself after a
+    run with `throw=False` under `jax.jit` or `jax.vmap`, outside the transform, for
+    the same short message.
 
-    **Arguments:** `traj`: a `sciad.Trajectory` (from `simulate` or
-    `windowed_average`, possibly batched by `vmap`); `owner`: the call the message names.
+    **Arguments:**
+
+    - `out`: what a run returned: a `sciad.Trajectory` (from `simulate`,
+      `windowed_average`, `ode.solve`, `md.run_growing`), a `sciad.FitResult`, a
+      `sciad.MetaResult` or a `sciad.md.MinimizeResult`, possibly batched by `vmap`.
+    - `owner`: the call the message names (default: the call that returns `out`'s
+      type, e.g. `"sciad.simulate"` for a `Trajectory`).
 
     **Returns:** `True` if the result is concrete and successful, `False` if it is
     traced (inside a transform, where Python cannot look at it).
@@ -133,28 +150,65 @@ def check_result(traj: Anything, owner: str = "sciad.simulate") -> bool:
     sciad.check_result(traj)  # raises sciad.RunError if the run failed
     ```
     """
-    from ._trajectory import Trajectory  # it imports this module
-
-    if not isinstance(traj, Trajectory):
+    name = type(out).__name__
+    if name not in _OWNERS or not isinstance(getattr(out, "result", None), RESULTS):
         raise TypeError(
-            "check_result takes a sciad.Trajectory (from simulate or windowed_average); "
-            f"got {type(traj).__name__}."
+            "check_result takes what a sciad run returns (a Trajectory, FitResult, "
+            f"MetaResult or MinimizeResult); got {name}."
         )
-    ok = traj.result == RESULTS.successful
+    ok = ~_failed(out.result)
     if not is_concrete(ok):
         return False
     ok = np.asarray(ok)
     if ok.all():
         return True
     index = int(np.flatnonzero(~ok.reshape(-1))[0])
-    code = jax.tree.map(lambda v: jnp.reshape(v, (-1,))[index], traj.result)
+    code = jax.tree.map(lambda v: jnp.reshape(v, (-1,))[index], out.result)
     if ok.ndim == 0:
-        where = _stopped(code, traj.stats, traj.t1)
+        where = _stopped(code, getattr(out, "stats", None) or {}, getattr(out, "t1", None))
     else:
         where = f" in {int(np.sum(~ok))} of {ok.size} runs of the batch (the first: run {index})"
     head, _, advice = str(RESULTS[code]).partition(". ")
     raise RunError(
-        f"{owner}: {head[0].lower()}{head[1:]}{where}.\n{advice}\n(With throw=False the "
-        "run returns its Trajectory instead, with this code in `Trajectory.result`.)",
+        f"{owner or _OWNERS[name]}: {head[0].lower()}{head[1:]}{where}.\n{advice}\n"
+        f"(With throw=False the run returns its {name} instead, with this code in "
+        f"`{name}.result`.)",
         code,
     )
+
+
+def raise_on_failure(out: Anything, owner: str | None = None) -> Anything:
+    """`out` (a run's `Trajectory`, `FitResult`, ...), tied to an error raised if its
+    result is not successful.
+
+    A concrete result (a call outside transforms) is checked at once, raising
+    `RunError` with the message first (`check_result`). A traced one is checked when
+    the compiled program runs (`eqx.error_if`), tied to every array of `out` except
+    PRNG keys, which equinox's `error_if` cannot carry.
+    """
+    if check_result(out, owner):
+        return out
+    checked, rest = eqx.partition(out, _not_key)
+    checked = out.result.error_if(checked, _failed(out.result))
+    return eqx.combine(checked, rest)
+
+
+def from_optimistix(code: optx.RESULTS) -> RESULTS:
+    """An optimistix result code as sciad's: `successful`, `max_steps_reached`,
+    `nonfinite_state`, or `optimisation_failed` for every other failure."""
+    out = RESULTS.where(
+        code == optx.RESULTS.nonlinear_max_steps_reached,
+        RESULTS.max_steps_reached,
+        RESULTS.optimisation_failed,
+    )
+    out = RESULTS.where(code == optx.RESULTS.nonfinite, RESULTS.nonfinite_state, out)
+    return RESULTS.where(code == optx.RESULTS.successful, RESULTS.successful, out)
+
+
+def _failed(result: RESULTS) -> Anything:
+    """Whether a run failed: any code but `successful`, or a terminating event's stop."""
+    return (result != RESULTS.successful) & (result != RESULTS.event_occurred)
+
+
+def _not_key(x: Anything) -> bool:
+    return eqx.is_array(x) and not jnp.issubdtype(x.dtype, jax.dtypes.prng_key)

@@ -14,7 +14,7 @@ from ._clock import StepClock
 from ._integrator import AbstractIntegrator, RK4, VelocityVerlet
 from ._model import AbstractModel, AbstractSeparableModel
 from ._progress import AbstractProgressMeter, as_meter, report
-from ._results import check_result, RESULTS
+from ._results import raise_on_failure, RESULTS
 from ._trajectory import SaveAt, Trajectory
 from ._types import Anything, RealScalarLike, State
 from ._validate import (
@@ -322,24 +322,6 @@ def simulate(
             ),
         )
     return raise_on_failure(traj) if throw else traj
-
-
-def raise_on_failure(traj: Trajectory) -> Trajectory:
-    """`traj`, tied to a run-time error raised if its result is not successful.
-
-    The check is tied to every array of the trajectory except PRNG keys, which
-    equinox's `error_if` cannot carry. A concrete result (a call outside transforms) is
-    checked at once instead, raising `RunError` with the message first (`check_result`).
-    """
-    if check_result(traj):
-        return traj
-    checked, rest = eqx.partition(traj, _not_key)
-    checked = traj.result.error_if(checked, traj.result != RESULTS.successful)
-    return eqx.combine(checked, rest)
-
-
-def _not_key(x: Anything) -> bool:
-    return eqx.is_array(x) and not jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _all_finite(y: State) -> Anything:

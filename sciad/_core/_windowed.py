@@ -11,8 +11,8 @@ from ._adjoint import AbstractAdjoint, CheckpointAdjoint
 from ._clock import StepClock
 from ._integrator import AbstractIntegrator
 from ._model import AbstractModel
-from ._results import RESULTS
-from ._simulate import raise_on_failure, simulate
+from ._results import raise_on_failure, RESULTS
+from ._simulate import simulate
 from ._trajectory import SaveAt, Trajectory
 from ._types import Anything, RealScalarLike, State
 

@@ -12,7 +12,7 @@ from jaxtyping import Array
 import numpy as np
 import optimistix as optx
 
-from .._core._results import RESULTS
+from .._core._results import from_optimistix, raise_on_failure
 from .._core._types import PyTree
 from .._core._validate import check_finite, check_int, check_positive, is_concrete
 from ._identifiability import identifiability, parameter_names
@@ -250,14 +250,12 @@ def fit(
     # Module-level objective functions (not fresh closures) keep optimistix's
     # compiled solve cached across calls with the same `loss`.
     args = (loss, static, is_pos, data, sigma)
-    kw = dict(args=args, max_steps=max_steps, throw=throw, adjoint=adjoint)
+    kw = dict(args=args, max_steps=max_steps, throw=False, adjoint=adjoint)
     if least_squares:
         sol = optx.least_squares(_residuals, solver, theta0, **kw)  # pyright: ignore
     else:
         sol = optx.minimise(_scalar, solver, theta0, **kw)  # pyright: ignore
-    result = RESULTS.where(
-        sol.result == optx.RESULTS.successful, RESULTS.successful, RESULTS.optimisation_failed
-    )
+    result = from_optimistix(sol.result)
     final = _scalar(sol.value, args)
     fitted = to_model(sol.value, static, is_pos)
     p = eqx.filter(fitted, free_m)
@@ -276,7 +274,7 @@ def fit(
         cov = ident.covariance(1.0 if absolute_sigma else s2)
         errors = ravel_pytree(p)[1](jnp.sqrt(jnp.diagonal(cov)))
     free_leaves = tuple(bool(f) for f in jax.tree.leaves(free_m))
-    return FitResult(
+    out = FitResult(
         model=fitted,
         loss=final,
         num_steps=sol.stats["num_steps"],
@@ -290,6 +288,7 @@ def fit(
         absolute_sigma=absolute_sigma,
         free=free_leaves,
     )
+    return raise_on_failure(out) if throw else out
 
 
 def _check_sigma(sigma: Any, out: PyTree) -> PyTree:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array
 import optimistix as optx
 
-from .._core._results import RESULTS
+from .._core._results import from_optimistix, raise_on_failure, RESULTS
 from .._core._types import FloatScalar, IntScalar, PyTree
 from .._core._validate import check_finite, check_int
 from ._fit import check_free, free_mask, progress_hook, to_model
@@ -34,7 +34,8 @@ class MetaResult(eqx.Module):
       the inner `FitResult`), else `None`.
     - `num_steps`: outer optimiser steps taken (each evaluates the objective and its
       gradient once).
-    - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
+    - `result`: `sciad.RESULTS.successful`, or `max_steps_reached`, `nonfinite_state`
+      or `optimisation_failed` (another optimiser failure).
     - `stats`: optimistix's statistics (`num_steps`, `max_steps`).
 
     **Example:**
@@ -191,20 +192,18 @@ def meta_fit(
             + (" as the first element of (scalar, aux)" if has_aux else "")
             + f"; got {got}."
         )
-    kw = dict(has_aux=True, max_steps=max_steps, throw=throw)
+    kw = dict(has_aux=True, max_steps=max_steps, throw=False)
     sol = optx.minimise(_objective, solver, theta0, args, **kw)  # pyright: ignore
-    result = RESULTS.where(
-        sol.result == optx.RESULTS.successful, RESULTS.successful, RESULTS.optimisation_failed
-    )
     loss, aux = _objective(sol.value, args)
-    return MetaResult(
+    out = MetaResult(
         hyper=to_model(sol.value, static, is_pos),
         loss=loss,
         aux=aux,
         num_steps=sol.stats["num_steps"],
-        result=result,
+        result=from_optimistix(sol.result),
         stats=sol.stats,
     )
+    return raise_on_failure(out) if throw else out
 
 
 def _objective(theta: PyTree, args: Any) -> tuple[Array, Any]:

@@ -24,7 +24,8 @@ class FitResult(eqx.Module):
     - `loss`: the final loss: ½Σr² of the residuals (divided by `sigma` if given),
       or the scalar loss.
     - `num_steps`: optimiser steps taken.
-    - `result`: `sciad.RESULTS.successful` or `sciad.RESULTS.optimisation_failed`.
+    - `result`: `sciad.RESULTS.successful`, or `max_steps_reached`, `nonfinite_state`
+      or `optimisation_failed` (another optimiser failure).
     - `stats`: optimistix's statistics.
     - `identifiability`: the SVD of the residuals' Jacobian at the solution, a
       [`sciad.Identifiability`][sciad.Identifiability] (its rank, singular
@@ -123,7 +124,7 @@ class FitResult(eqx.Module):
         ok = bool(self.result == RESULTS.successful)
         lines = [
             f"FitResult of {type(self.model).__name__}: "
-            + ("successful" if ok else "optimisation_failed")
+            + ("successful" if ok else str(RESULTS[self.result]).partition(". ")[0].lower())
             + f" after {int(self.num_steps)} steps, loss {float(self.loss):.6g}"
         ]
         width = max(len(n) for n in self.names)

@@ -10,7 +10,7 @@ import lineax as lx
 import numpy as np
 import optimistix as optx
 
-from .._core._results import RESULTS
+from .._core._results import from_optimistix, raise_on_failure, RESULTS
 from .._core._types import FloatScalar, IntScalar, Positions
 from .._core._validate import check_finite
 from ._fire import FIRE
@@ -204,7 +204,8 @@ def minimize(
             "adjoint must be an optimistix adjoint (e.g. optx.ImplicitAdjoint(lx.SVD())); "
             f"got {adjoint!r}."
         )
-    return _solve(system, q0, solver, neighbors, max_steps, adjoint, throw)
+    out = _solve(system, q0, solver, neighbors, max_steps, adjoint)
+    return raise_on_failure(out) if throw else out
 
 
 @eqx.filter_jit
@@ -215,7 +216,6 @@ def _solve(
     neighbors: NeighborListBuilder | None,
     max_steps: int,
     adjoint: optx.AbstractAdjoint,
-    throw: bool,
 ) -> MinimizeResult:
     """The minimisation and its diagnostics, compiled as one program."""
     args = (system, neighbors)
@@ -234,31 +234,14 @@ def _solve(
     force_sq = jax.lax.stop_gradient(jnp.sum(grad**2, axis=-1))
     max_force = jnp.sqrt(jnp.max(force_sq))
     finite = jnp.isfinite(energy) & jnp.all(jnp.isfinite(force_sq)) & jnp.all(jnp.isfinite(q))
-    result = RESULTS.where(
-        sol.result == optx.RESULTS.successful,
-        RESULTS.successful,
-        RESULTS.where(
-            sol.result == optx.RESULTS.nonlinear_max_steps_reached,
-            RESULTS.max_steps_reached,
-            RESULTS.where(
-                sol.result == optx.RESULTS.nonfinite,
-                RESULTS.nonfinite_state,
-                RESULTS.optimisation_failed,
-            ),
-        ),
-    )
+    result = from_optimistix(sol.result)
     result = RESULTS.where(finite, result, RESULTS.nonfinite_state)
     if neighbors is not None:
         overflow = neighbors.build(system.space, q).did_overflow
         result = RESULTS.where(
             overflow & (result == RESULTS.successful), RESULTS.neighbor_overflow, result
         )
-    out = MinimizeResult(q, energy, max_force, sol.stats["num_steps"], result, sol.stats)
-    if throw:
-        arrays, rest = eqx.partition(out, eqx.is_array)
-        arrays = result.error_if(arrays, result != RESULTS.successful)
-        out = eqx.combine(arrays, rest)
-    return out
+    return MinimizeResult(q, energy, max_force, sol.stats["num_steps"], result, sol.stats)
 
 
 __all__ = ["MinimizeResult", "minimize"]

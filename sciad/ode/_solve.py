@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core._model import AbstractModel
-from .._core._results import RESULTS
+from .._core._results import raise_on_failure, RESULTS
 from .._core._trajectory import Trajectory
 from .._core._types import RealScalarLike, State
 from .._core._validate import (
@@ -252,7 +252,7 @@ def solve(
         adjoint=adjoint,
         event=event,
         max_steps=max_steps,
-        throw=throw,
+        throw=False,  # checked below, with the message first (`raise_on_failure`)
         progress_meter=_progress_meter(progress),
     )
     dynamic, static = eqx.partition((model, y0, t0, t1, dt0), eqx.is_array)
@@ -278,9 +278,10 @@ def solve(
         y_final = jax.tree.map(lambda a: a[-1], y_final)
     else:
         ts_out, ys_out, t_final, y_final = sol.ts, sol.ys, jnp.asarray(sol.t1), None
-    return Trajectory(
+    traj = Trajectory(
         ts_out, ys_out, t_final, y_final, None, _translate(sol.result), dict(sol.stats)
     )
+    return raise_on_failure(traj, "sciad.ode.solve") if throw else traj
 
 
 def _field(t: Any, y: Any, model: AbstractModel) -> Any:
