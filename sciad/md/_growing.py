@@ -9,10 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core._integrator import AbstractIntegrator, VelocityVerlet
-from .._core._results import RESULTS
+from .._core._results import check_result, RESULTS
 from .._core._simulate import simulate
 from .._core._trajectory import SaveAt, Trajectory
 from .._core._types import Anything, RealScalarLike, State
+from .._core._validate import float_dtype
 from ._neighbors import NeighborListBuilder
 from ._run import NeighborListIntegrator
 from ._system import MDSystem
@@ -118,9 +119,11 @@ def run_growing(
     if not growth > 1.0:
         raise ValueError(f"growth must be > 1, got {growth!r}.")
     saveat = SaveAt(t1=True) if save_every is None else SaveAt(steps=save_every, fn=fn)
-    y, state, t, k, regrowths = y0, integrator_state, jnp.asarray(t0), 0, 0
-    ts, ys, chunk_index, last = [], [], 0, None
-    state = _adopt(state, builder, integrator, system, t, y)
+    # Every chunk starts from an integrator state and a strongly typed time, the first
+    # one too, so that equal chunks share one compiled program.
+    t = jnp.asarray(t0, dtype=float_dtype(y0))
+    y, k, regrowths, ts, ys, chunk_index, last = y0, 0, 0, [], [], 0, None
+    state = _start(integrator_state, builder, integrator, system, t, y)
     while k < n_steps:
         m = min(chunk_steps, n_steps - k)
         integ = NeighborListIntegrator(integrator, builder)
@@ -132,13 +135,13 @@ def run_growing(
                     f"run_growing: the neighbour list still overflowed after {max_regrowths} "
                     "regrowths; check the system (is it collapsing?)."
                 )
-            start = system if state is None else integ.model_at(system, state)
+            start = integ.model_at(system, state)
             end = integ.model_at(system, traj.integrator_state)
             assert isinstance(start, MDSystem) and isinstance(end, MDSystem)
             builder = _grown(builder, [(start.space, y[0]), (end.space, traj.y1[0])], growth)
-            state = _adopt(state, builder, integrator, system, t, y)
+            state = _start(integrator_state if k == 0 else state, builder, integrator, system, t, y)
             continue
-        traj.result.error_if(traj.y1, traj.result != RESULTS.successful)
+        check_result(traj, "sciad.md.run_growing")
         if save_every is not None:
             ts.append(traj.ts)
             ys.append(traj.ys)
@@ -157,12 +160,17 @@ def run_growing(
     return eqx.tree_at(lambda tr: tr.stats, last, stats), builder
 
 
-def _adopt(state, builder, integrator, system, t, y) -> Anything:
-    """A resumed state with its list rebuilt by `builder` (inner state, keys, the
-    rebuild count and the stale flag kept)."""
-    if state is None or state.neighbors.capacity == builder.capacity:
-        return state
+def _start(state, builder, integrator, system, t, y) -> Anything:
+    """The state a chunk starts from: a fresh one at the run's start (`state` None), so
+    that a regrown first chunk also recomputes the inner integrator's cached forces
+    (from the overflowed list, wrong); else the resumed or carried state with its list
+    rebuilt by `builder` (inner state, keys, the rebuild count and the stale flag kept:
+    its cached forces came from a list that did not overflow)."""
     fresh = NeighborListIntegrator(integrator, builder).init(system, t, y)
+    if state is None:
+        return fresh
+    if state.neighbors.capacity == builder.capacity:
+        return state
     return dataclasses.replace(state, neighbors=fresh.neighbors, overflow=fresh.overflow)
 
 

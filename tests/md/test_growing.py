@@ -83,10 +83,27 @@ def test_keeps_the_thermostat_key_across_a_regrowth(setup):
     assert np.isclose(float(resumed.t1), 0.5)
 
 
-def test_other_failures_raise(setup):
+def test_other_failures_raise_with_the_message_first(setup):
     system, (q, p), big = setup
-    with pytest.raises(Exception, match="non-finite"):
+    with pytest.raises(sciad.RunError, match=r"^sciad.md.run_growing: the state became non-fin"):
         md.run_growing(system, (q, p.at[0, 0].set(jnp.inf)), dt=0.005, n_steps=10, builder=big)
+
+
+def test_equal_chunks_compile_once(setup, monkeypatch):
+    """The first chunk starts from the same state type and time dtype as the later ones,
+    so three equal chunks trace `simulate` once (a fresh dt keeps the cache cold)."""
+    system, y0, big = setup
+    import sciad.md._growing as growing
+
+    traced = []
+
+    def counting(*args, **kwargs):
+        traced.append(1)
+        return sciad.simulate(*args, **kwargs)
+
+    monkeypatch.setattr(growing, "simulate", counting)
+    traj, _ = md.run_growing(system, y0, dt=0.00491, n_steps=90, builder=big, chunk_steps=30)
+    assert len(traced) == 1 and int(traj.stats["num_steps"]) == 90
 
 
 @xfail_bitwise_on_gpu
