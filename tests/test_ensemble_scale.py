@@ -127,15 +127,25 @@ def collectives(hlo: str) -> list[tuple[str, str]]:
     return [(op, shape) for shape, op in COLLECTIVE.findall(hlo)]
 
 
-def together(name: str) -> None:
+def together(name: str, timeout: float = 1800.0) -> None:
     """Wait until every process gets here (no-op in one process). Gloo connects the
     processes at their first collective and gives up after a short timeout, so under
-    load a process that compiles faster than the other would fail: meet first."""
+    load a process that compiles faster than the other would fail: meet first, through
+    files in the directory `$SCIAD_TEST_BARRIER` that the test gives both processes (a
+    collective barrier such as `multihost_utils.sync_global_devices` would itself be
+    a gloo collective, with the same timeout)."""
     import jax
-    from jax._src import distributed
 
-    if jax.process_count() > 1:
-        distributed.global_state.client.wait_at_barrier(name, 1_800_000)  # ms
+    if jax.process_count() == 1:
+        return
+    folder = Path(os.environ["SCIAD_TEST_BARRIER"])
+    tag = re.sub(r"\W", "_", name)
+    (folder / f"{tag}.{jax.process_index()}").touch()
+    deadline = time.monotonic() + timeout
+    while len(list(folder.glob(f"{tag}.*"))) < jax.process_count():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process {jax.process_index()} waited {timeout} s at {name!r}")
+        time.sleep(0.05)
 
 
 def main(mode: str) -> None:
@@ -267,7 +277,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one_process(on_devices):
+def test_two_processes_match_one_process(on_devices, tmp_path):
     """Two processes on this machine (one CPU device each, gloo collectives over the
     loopback address) run each ensemble across both: the same numbers as one device."""
     port = str(_free_port())
@@ -275,7 +285,7 @@ def test_two_processes_match_one_process(on_devices):
         subprocess.Popen(
             [sys.executable, "-c", CMD, "processes", port, str(i)],
             cwd=ROOT,
-            env=_env(None),
+            env={**_env(None), "SCIAD_TEST_BARRIER": str(tmp_path)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
