@@ -129,8 +129,52 @@ def _init_ant(m, rng, batch):
     return qpos, qvel, ctrl
 
 
+def _init_real(m, rng, batch):
+    """A real model's start: MuJoCo's qpos0 with every hinge and slide joint moved by up
+    to ±0.05 (free joints kept), small random velocities, and a constant random control
+    per world within 30% of each actuator's range (±0.3 where unlimited)."""
+    qpos = np.tile(np.array(m.qpos0), (batch, 1))
+    for j in np.flatnonzero(m.jnt_type >= 2):  # 2: slide, 3: hinge
+        qpos[:, m.jnt_qposadr[j]] += rng.uniform(-0.05, 0.05, batch)
+    qvel = 0.05 * rng.normal(size=(batch, m.nv))
+    limited = m.actuator_ctrllimited.astype(bool)
+    lo = np.where(limited, m.actuator_ctrlrange[:, 0], -1.0)
+    hi = np.where(limited, m.actuator_ctrlrange[:, 1], 1.0)
+    ctrl = 0.3 * rng.uniform(lo, hi, (batch, m.nu))
+    return qpos, qvel, ctrl
+
+
+# The real models of issue 17's throughput bar, read from the test corpus
+# (tests/rigid/real_models.py: the installed packages or the pinned wheels).
+REAL = {
+    "humanoid": ("gymnasium/humanoid", "Gymnasium 1.4.0 humanoid.xml (RK4, dt 3 ms, 17 actuators)"),
+    "walker": ("dm_control/walker", "dm_control 1.0.50 suite/walker.xml (dt 2.5 ms, 6 actuators)"),
+}
+
+
+def real_xml(corpus_name: str) -> str:
+    """A corpus model as one self-contained MJCF string (MuJoCo's own flattening of its
+    includes, `mj_saveLastXML`), so every engine reads the same text."""
+    import sys
+    import tempfile
+
+    import mujoco
+
+    sys.path.append(os.path.dirname(HERE))
+    from tests.rigid.real_models import corpus, quiet_mujoco
+
+    path = dict(corpus())[corpus_name]
+    with quiet_mujoco(), tempfile.TemporaryDirectory() as tmp:
+        m = mujoco.MjModel.from_xml_path(str(path))
+        flat = os.path.join(tmp, "flat.xml")
+        mujoco.mj_saveLastXML(flat, m)
+        with open(flat) as f:
+            return f.read()
+
+
 def scene(name: str) -> Scene:
-    """The scene called `name`: "chain", "box" or "ant"."""
+    """The scene called `name`: "chain", "box", "ant", or a real model of the test
+    corpus: "humanoid" (Gymnasium) or "walker" (dm_control)."""
     if name == "chain":
         return Scene(
             "chain", chain_xml(), "5-link hinge chain (tests/rigid/scenes.py)", False, _init_chain
@@ -141,7 +185,10 @@ def scene(name: str) -> Scene:
         path, where = ant_path()
         with open(path) as f:
             return Scene("ant", f.read(), where, True, _init_ant)
-    raise ValueError(f"unknown scene {name!r}; choose chain, box or ant.")
+    if name in REAL:
+        corpus_name, source = REAL[name]
+        return Scene(name, real_xml(corpus_name), source, True, _init_real)
+    raise ValueError(f"unknown scene {name!r}; choose chain, box, ant, humanoid or walker.")
 
 
 # -- anchors -------------------------------------------------------------------------

@@ -84,7 +84,9 @@ def run_scene(name: str, batch: int, steps: int, args, anchors) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--scenes", nargs="+", default=["chain", "box", "ant"])
+    parser.add_argument(
+        "--scenes", nargs="+", default=["chain", "box", "ant", "humanoid", "walker"]
+    )
     parser.add_argument("--batch", nargs="+", type=int, default=[1, 64, 1024])
     parser.add_argument(
         "--steps",
