@@ -56,7 +56,11 @@ class ForwardSensitivity(eqx.Module):
     without a sensitivity (a parameter `wrt` leaves out, `t0`, `t1`, `ts`, `dt0`, the
     controller's tolerances) raises a `ValueError` that names it, rather than
     returning a wrong zero. Events are not supported (the event time's sensitivity
-    is not computed).
+    is not computed). With `saveat=diffrax.SaveAt(fn=...)` the saved outputs'
+    sensitivities come from S through `jax.linearize` of `fn`. Fixed-step
+    controllers (`diffrax.ConstantStepSize`, `StepTo`) run unchanged; among the
+    adaptive ones only `diffrax.PIDController` (or a `ClipStepSizeController`
+    around one) exposes the norm this needs.
 
     **Arguments:**
 
@@ -77,7 +81,6 @@ class ForwardSensitivity(eqx.Module):
     **Example:**
 
     ```python
-    model = sciad.ode.VanDerPol(mu=10.0)
     y0 = jnp.array([2.0, 0.0])
 
     def x_end(mu):
@@ -91,7 +94,8 @@ class ForwardSensitivity(eqx.Module):
 
     Reference: Hindmarsh et al., "SUNDIALS: Suite of nonlinear and
     differential/algebraic equation solvers", ACM TOMS 31 (2005) 363; the CVODES
-    guide, §2.6 (forward sensitivity analysis, error control of the sensitivities).
+    user guide, "Forward sensitivity analysis" (the sensitivity equations, `pbar`
+    and the error control of the sensitivities, `errconS`).
     """
 
     wrt: Any = True
@@ -101,7 +105,7 @@ class ForwardSensitivity(eqx.Module):
         if not isinstance(self.adjoint, _ADJOINTS):
             raise TypeError(
                 "ForwardSensitivity.adjoint must be diffrax.ForwardMode() or "
-                f"diffrax.DirectAdjoint() (how second derivatives differentiate the "
+                "diffrax.DirectAdjoint() (how second derivatives differentiate the "
                 f"sensitivity solve); got {self.adjoint!r}."
             )
         for leaf in jax.tree_util.tree_leaves(self.wrt):
