@@ -21,4 +21,5 @@ from ._models import (
     SIR as SIR,
     VanDerPol as VanDerPol,
 )
+from ._sensitivity import ForwardSensitivity as ForwardSensitivity
 from ._solve import solve as solve

@@ -24,6 +24,7 @@ from .._core._validate import (
     is_concrete,
     to_float,
 )
+from ._sensitivity import ForwardSensitivity
 
 _HIGHER_ORDER_HELP = (
     "sciad.ode.solve's default adjoint, diffrax.RecursiveCheckpointAdjoint, supports "
@@ -162,7 +163,7 @@ def solve(
     rtol: float | None = None,
     atol: float | None = None,
     saveat: diffrax.SaveAt | None = None,
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    adjoint: diffrax.AbstractAdjoint | ForwardSensitivity | None = None,
     event: diffrax.Event | None = None,
     stiff: bool | None = None,
     max_steps: int | None = 4096,
@@ -196,6 +197,9 @@ def solve(
       Hessians and grad of grad. Asking for those through the default raises an
       error that says so. With `diffrax.BacksolveAdjoint()` the final state is
       not saved separately (`Trajectory.y1` is `None`; save `t1=True`).
+      Or `sciad.ode.ForwardSensitivity()`: forward sensitivities solved with the
+      state and inside the error control, for derivatives accurate to the
+      tolerance (few parameters).
     - `stiff`: override `model.stiff` when choosing the default solver.
     - `max_steps`: the most steps diffrax may take (an int >= 1, or `None`).
     - `throw`: raise on failure; otherwise see `Trajectory.result`.
@@ -234,9 +238,10 @@ def solve(
     default_adjoint = adjoint is None
     if default_adjoint:
         adjoint = diffrax.RecursiveCheckpointAdjoint()
-    elif not isinstance(adjoint, diffrax.AbstractAdjoint):
+    elif not isinstance(adjoint, (diffrax.AbstractAdjoint, ForwardSensitivity)):
         raise TypeError(
-            f"adjoint must be a diffrax.AbstractAdjoint for sciad.ode.solve; got {adjoint!r}."
+            "adjoint must be a diffrax.AbstractAdjoint or sciad.ode.ForwardSensitivity "
+            f"for sciad.ode.solve; got {adjoint!r}."
         )
     # The final state is saved alongside the user's saves, except for
     # BacksolveAdjoint, which diffrax allows only with a plain SaveAt.
@@ -263,7 +268,9 @@ def solve(
             diffrax.ODETerm(_field), t0=a, t1=b, dt0=h, y0=y, args=m, **kwargs
         )
 
-    if not default_adjoint:
+    if isinstance(adjoint, ForwardSensitivity):
+        sol = adjoint.solve(model, y0, dict(kwargs, t0=t0, t1=t1, dt0=dt0))
+    elif not default_adjoint:
         sol = call(dynamic)
     else:
         try:

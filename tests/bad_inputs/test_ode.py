@@ -351,6 +351,63 @@ CASES = [
         TypeError,
         "progress must be True, False or a diffrax progress meter",
     ),
+    (
+        "solve adjoint a string",
+        lambda: sciad.ode.solve(PEND, Y0, jnp.array([0.0, 1.0]), adjoint="forward"),
+        TypeError,
+        "adjoint must be a diffrax.AbstractAdjoint or sciad.ode.ForwardSensitivity",
+    ),
+    (
+        "ForwardSensitivity wrt a number",
+        lambda: sciad.ode.ForwardSensitivity(wrt=1.0),
+        TypeError,
+        r"ForwardSensitivity\.wrt must be a bool, a callable leaf -> bool, or a PyTree prefix",
+    ),
+    (
+        "ForwardSensitivity wrt an array",
+        lambda: sciad.ode.ForwardSensitivity(wrt=jnp.array(True)),
+        TypeError,
+        r"ForwardSensitivity\.wrt must be a bool",
+    ),
+    (
+        "ForwardSensitivity adjoint backsolve",
+        lambda: sciad.ode.ForwardSensitivity(adjoint=diffrax.BacksolveAdjoint()),
+        TypeError,
+        r"ForwardSensitivity\.adjoint must be diffrax\.ForwardMode\(\) or diffrax\.DirectAdjoint\(\)",
+    ),
+    (
+        "solve ForwardSensitivity wrt structure",
+        lambda: sciad.ode.solve(
+            PEND,
+            Y0,
+            jnp.array([0.0, 1.0]),
+            adjoint=sciad.ode.ForwardSensitivity(wrt=(True, False, True)),
+        ),
+        ValueError,
+        r"ForwardSensitivity\.wrt must be .* prefix of \(model, y0\); its structure does not match",
+    ),
+    (
+        "solve ForwardSensitivity wrt nothing",
+        lambda: sciad.ode.solve(
+            PEND, Y0, jnp.array([0.0, 1.0]), adjoint=sciad.ode.ForwardSensitivity(wrt=False)
+        ),
+        ValueError,
+        r"ForwardSensitivity\.wrt selects no floating-point array of \(model, y0\)",
+    ),
+    (
+        "solve ForwardSensitivity with an event",
+        lambda: sciad.ode.solve(
+            PEND,
+            Y0,
+            t0=0.0,
+            t1=1.0,
+            saveat=diffrax.SaveAt(t1=True),
+            event=diffrax.Event(lambda t, y, args, **kw: y[0]),
+            adjoint=sciad.ode.ForwardSensitivity(),
+        ),
+        ValueError,
+        "adjoint=ForwardSensitivity\\(\\) does not support events",
+    ),
 ] + [_model_case(*row) for row in MODEL_PARAMETERS]
 
 
