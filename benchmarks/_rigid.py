@@ -363,10 +363,14 @@ class MjxEngine:
 
     label = "MJX"
 
-    def __init__(self, mjx, sc: Scene, qpos, qvel, ctrl, steps: int):
+    def __init__(self, mjx, sc: Scene, qpos, qvel, ctrl, steps: int, newton: bool = False):
         import mujoco
 
-        mx = mjx.put_model(mujoco.MjModel.from_xml_string(sc.xml))
+        m = mujoco.MjModel.from_xml_string(sc.xml)
+        if newton:  # MJX has no PGS solver (the Gymnasium humanoid's)
+            m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+            self.label = "MJX (Newton)"
+        mx = mjx.put_model(m)
 
         def one(qp, qv, u):
             d = mjx.make_data(mx).replace(qpos=qp, qvel=qv, ctrl=u)
