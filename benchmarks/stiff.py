@@ -67,6 +67,17 @@ CONFIGS: dict[str, tuple[Any, Callable | None]] = {
     "K3 PI": (diffrax.Kvaerno3(), _pid(0.4, 0.3)),
     "K3 I": (diffrax.Kvaerno3(), _pid(0.0, 1.0)),
 }
+# The configurations run by default; the others (`--configs ...`) were explored too.
+DEFAULT_CONFIGS = (
+    "default",
+    "K5 I (old)",
+    "K5 PI.3/.4",
+    "K5 PI.3/.3",
+    "K5 PI max-norm",
+    "K5 PI tol/10",
+    "K4 PI",
+    "K3 PI",
+)
 SCIPY = ("Radau", "BDF", "LSODA")
 
 
@@ -160,7 +171,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="HIRES and Oregonator at 1e-6")
     ap.add_argument("--problems", nargs="*", default=list(PROBLEMS))
     ap.add_argument("--rtols", nargs="*", type=float, default=[1e-4, 1e-6, 1e-8])
-    ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
+    ap.add_argument("--configs", nargs="*", default=list(DEFAULT_CONFIGS), choices=CONFIGS)
     ap.add_argument("--scipy", nargs="*", default=list(SCIPY))
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
