@@ -34,7 +34,7 @@ _HIGHER_ORDER_HELP = (
 )
 
 # The stiff default controller: PI, chosen on the classical stiff test problems
-# (benchmarks/stiff.py; docs/benchmarks.md, "Stiff solves"): 30–65% fewer step attempts
+# (benchmarks/stiff.py; docs/benchmarks.md, "Stiff solves"): 28–64% fewer step attempts
 # than diffrax's default I controller, mostly by avoiding rejections.
 _STIFF_PI: dict[str, Any] = dict(pcoeff=0.4, icoeff=0.3)
 
@@ -179,7 +179,7 @@ def solve(
     Defaults: `diffrax.Tsit5()` with diffrax's default (I) `PIDController` at
     (`rtol`, `atol`); when the model is stiff (`model.stiff`, or `stiff=True`),
     `diffrax.Kvaerno5()` with a PI controller, `PIDController(pcoeff=0.4,
-    icoeff=0.3)`, which takes 30–65% fewer step attempts there than the I controller
+    icoeff=0.3)`, which takes 28–64% fewer step attempts there than the I controller
     (Gustafsson, ACM TOMS 20, 496 (1994); measurements and tuning in docs/ode.md,
     "Stiff problems").
     diffrax solvers, step-size controllers, `SaveAt`, events and adjoints pass
