@@ -211,6 +211,7 @@ def main() -> None:
                     flush=True,
                 )
     _summary(rows, a.rtols)
+    _equal_error(rows, a.rtols)
     print(f"\n# load at the end {os.getloadavg()[0]:.2f}")
 
 
@@ -245,6 +246,42 @@ def _summary(rows: list, rtols: list[float]) -> None:
             ]
             cells.append(f"{ct}, {ce}, {gmean(steps)}")
         print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def _equal_error(rows: list, rtols: list[float]) -> None:
+    """Work-precision: the CPU time each method needs for the default's error, relative
+    to the default's, by log-log interpolation between the method's tolerances."""
+    names = list(dict.fromkeys(name for _, _, name, _ in rows))
+    by = {(k, n, t): r for k, t, n, r in rows}
+    print(
+        "\n## CPU time at the default's error / the default's CPU time, per default rtol "
+        + " / ".join(f"{r:.0e}" for r in rtols)
+        + " (x: outside the method's measured errors)"
+    )
+    print("| problem | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for key in dict.fromkeys(k for k, _, _, _ in rows):
+        cells = []
+        for name in names:
+            pts = [by.get((key, name, t)) for t in rtols]
+            if any(r is None or not r["ok"] for r in pts) or ("default" not in names):
+                cells.append("—")
+                continue
+            err = np.log([r["error"] for r in pts])
+            cpu = np.log([r["cpu"] for r in pts])
+            order = np.argsort(err)
+            out = []
+            for t in rtols:
+                d = by[key, "default", t]
+                e = np.log(d["error"])
+                inside = err.min() <= e <= err.max()
+                out.append(
+                    f"{np.exp(np.interp(e, err[order], cpu[order])) / d['cpu']:.2f}"
+                    if inside
+                    else "x"
+                )
+            cells.append("/".join(out))
+        print(f"| {PROBLEMS[key].name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
