@@ -26,6 +26,7 @@ from ._narrowphase import (
     _CONVEX_EXACT_APART,
     _kind,
     _ORDER,
+    BATCHED,
     NEVER_COLLIDE,
     points_per_pair,
 )
@@ -196,7 +197,8 @@ def find_contacts(
     for fn, k, ia, ib in _pair_groups(geoms, pairs):
         sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
         sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
-        pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        batched = fn if fn in BATCHED else jax.vmap(fn)
+        pts = batched(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
         ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
         eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)

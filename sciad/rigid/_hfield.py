@@ -55,7 +55,7 @@ class HeightField(AbstractShape):
     def __init__(
         self,
         data: Float[ArrayLike, "nrow ncol"],
-        size: Float[ArrayLike, "4"],
+        size: Float[ArrayLike, "4"] | tuple[float, float, float, float],
         window: int = 4,
     ):
         data = jnp.asarray(data)
@@ -100,10 +100,14 @@ class HeightField(AbstractShape):
 
     def cells_needed(self, radius: float) -> int:
         """The window (cells per axis) a geom of bounding radius `radius` needs:
-        ⌈2ρ/δ⌉ + 1 with δ the smaller grid step (static, from concrete values)."""
+        ⌈2ρ/δ⌉ + 1 along each axis of grid step δ, at most that axis's cells (static,
+        from concrete values)."""
         nrow, ncol = self.data.shape
-        step = min(2 * float(self.size[0]) / (ncol - 1), 2 * float(self.size[1]) / (nrow - 1))
-        return math.ceil(2 * radius / step) + 1
+        need = [
+            min(math.ceil(2 * radius * (n - 1) / (2 * float(self.size[k]))) + 1, n - 1)
+            for k, n in ((0, ncol), (1, nrow))
+        ]
+        return max(need)
 
 
 class Prism(AbstractShape):
@@ -187,8 +191,8 @@ def _prisms(field: HeightField, rmin: Array, cmin: Array) -> Array:
     nrow, ncol = field.data.shape
     x, y, z, base = (field.size[k] for k in range(4))
     heights = jax.lax.dynamic_slice(field.data, (rmin, cmin), (w + 1, w + 1)) * z
-    rows = (rmin + jnp.arange(w + 1)).astype(x.dtype) * (2 * y / (nrow - 1)) - y
-    cols = (cmin + jnp.arange(w + 1)).astype(x.dtype) * (2 * x / (ncol - 1)) - x
+    rows = (rmin + jnp.arange(w + 1, dtype=rmin.dtype)).astype(x.dtype) * (2 * y / (nrow - 1)) - y
+    cols = (cmin + jnp.arange(w + 1, dtype=cmin.dtype)).astype(x.dtype) * (2 * x / (ncol - 1)) - x
     r, c = np.meshgrid(np.arange(w), np.arange(w), indexing="ij")
     r, c = r.reshape(-1), c.reshape(-1)
     corners = [
@@ -204,15 +208,12 @@ def _prisms(field: HeightField, rmin: Array, cmin: Array) -> Array:
     return jnp.stack(prisms, axis=1).reshape(-1, 6, 3)
 
 
-def hfield_points(
-    field: HeightField, ra: Array, pa: Array, shape: AbstractShape, rb: Array, pb: Array, contact
+def _window(
+    field: HeightField, ra: Array, pa: Array, shape: AbstractShape, rb: Array, pb: Array
 ) -> tuple[Array, Array, Array]:
-    """The candidate contacts (2w²) of a convex `shape` (pose `rb`, `pb`) with the
-    height field `field` (pose `ra`, `pa`): the window of cells from the one under the
-    corner of the shape's bounding box (clamped into the grid), each prism collided
-    by `contact` (the general convex collision: (prism, rotation, position, shape,
-    rotation, position) ↦ distance, normal, point). Prisms whose top lies below the
-    shape (MuJoCo's height test) get a positive placeholder distance."""
+    """The prisms (2w², 6, 3) of the w × w cells from the one under the corner of the
+    shape's bounding box in the field's frame (clamped into the grid), their centroids,
+    and which lie below the shape (MuJoCo's height test: no contact)."""
     nrow, ncol = field.data.shape
     w = field.window
     rot = jax.lax.stop_gradient(ra.T @ rb)
@@ -224,14 +225,36 @@ def hfield_points(
     rmin = jnp.floor((low[1] + y) / (2 * y) * (nrow - 1)).astype(jnp.int32)
     cmin = jnp.clip(cmin, 0, ncol - 1 - w)
     rmin = jnp.clip(rmin, 0, nrow - 1 - w)
-    verts = _prisms(field, rmin, cmin)  # (P, 6, 3) in the field's frame
-    centroid = jnp.mean(verts, axis=1)
+    verts = _prisms(field, rmin, cmin)
+    below = jnp.all(jax.lax.stop_gradient(verts[:, 3:, 2]) < low[2], axis=1)
+    return verts, jnp.mean(verts, axis=1), below
 
-    def one(v: Array, centre: Array) -> tuple[Array, Array, Array]:
-        c = contact(Prism(v - centre), ra, pa + ra @ centre, shape, rb, pb)
-        return c.dist, c.normal, c.point
 
-    dist, normal, point = jax.vmap(one)(verts, centroid)
-    below = jnp.all(verts[:, 3:, 2] < low[2], axis=1)
-    placeholder = jnp.abs(dist) + 2 * jax.lax.stop_gradient(shape.bounding_radius())
-    return jnp.where(below, placeholder, dist), normal, point
+def hfield_points(
+    field: HeightField, ra: Array, pa: Array, shape: AbstractShape, rb: Array, pb: Array, contact
+) -> tuple[Array, Array, Array]:
+    """Batched over pairs (leading axes): the candidate contacts (2w² per pair) of
+    convex shapes (poses `rb`, `pb`) with height fields (poses `ra`, `pa`): each prism
+    of the window under the shape (`_window`) collided by `contact` (the general
+    convex collision: (prism, rotation, position, shape, rotation, position) ↦
+    distance, normal, point), as MuJoCo's `mjc_ConvexHField`. Prisms below the shape
+    get a positive placeholder distance; when every prism of every pair is below (a
+    body standing on something above the terrain), no convex collision runs at all."""
+    verts, centre, below = jax.vmap(_window)(field, ra, pa, shape, rb, pb)
+    apart = jnp.abs(jax.lax.stop_gradient(jax.vmap(lambda s: s.bounding_radius())(shape)))
+    placeholder = jnp.broadcast_to(2 * apart[:, None] + 1, below.shape).astype(pb.dtype)
+
+    def one(ra, pa, shape, rb, pb, v, c):
+        out = contact(Prism(v - c[None]), ra, pa + ra @ c, shape, rb, pb)
+        return out.dist, out.normal, out.point
+
+    def collide(_):
+        per_prism = jax.vmap(one, in_axes=(None, None, None, None, None, 0, 0))
+        dist, normal, point = jax.vmap(per_prism)(ra, pa, shape, rb, pb, verts, centre)
+        return jnp.where(below, jnp.abs(dist) + placeholder, dist), normal, point
+
+    def skip(_):
+        normal = jnp.broadcast_to(ra[:, None, :, 2], below.shape + (3,))
+        return placeholder, normal, jnp.broadcast_to(pb[:, None], below.shape + (3,))
+
+    return jax.lax.cond(jnp.any(~below), collide, skip, None)

@@ -479,10 +479,14 @@ def _multiccd(sa, ra, pa, sb, rb, pb) -> _Points:
 
 
 def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
-    """2 window² points: a convex shape against the prisms of a height field's cells
-    under it (`_hfield.hfield_points`), each by the general convex collision, as
-    MuJoCo's `mjc_ConvexHField`."""
+    """2 window² points per pair, batched over the pairs (`BATCHED`): convex shapes
+    against the prisms of a height field's cells under them (`_hfield.hfield_points`),
+    each by the general convex collision, as MuJoCo's `mjc_ConvexHField`."""
     return _Points(*hfield_points(sa, ra, pa, sb, rb, pb, convex_contact))
+
+
+# Collision functions that take a batch of pairs themselves (the others are vmapped).
+BATCHED = {_hfield}
 
 
 # Pair kinds: the first shape type sorts first in this order.

@@ -516,14 +516,6 @@ UNSUPPORTED = {
         ),
         r"MJCF geom 'rock': mesh geoms cannot collide",
     ),
-    "hfield geom": (
-        _world(
-            '<geom name="terrain" type="hfield" hfield="h"/>'
-            '<body name="b" pos="0 0 1"><freejoint/><geom size="0.1"/></body>',
-            '<asset><hfield name="h" nrow="2" ncol="2" size="1 1 0.1 0.1"/></asset>',
-        ),
-        r"MJCF geom 'terrain': hfield geoms cannot collide",
-    ),
     "explicit pair": (
         _world(
             '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
