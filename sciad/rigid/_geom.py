@@ -180,6 +180,12 @@ class ContactModel(eqx.Module):
     `grad`) are exact for the converged solve, and a gradient costs one extra
     Hessian factorisation per step, whatever the number of iterations.
 
+    Contacts of condim 4 and 6 add rows for the relative angular velocity (about the
+    normal; about the tangents), and every contact's rows are weighted as MuJoCo's
+    elliptic cone weights them (R_j = R_n f_s²/(impratio f_j²) for friction
+    coefficient f_j; the cone's slope f_s/√impratio), so the cone constrains
+    ‖(f_j γ_j)‖ ≤ γ_n (`contact_terms`).
+
     A geom with restitution e > 0 adds Newton's law: the normal reference is at least
     −e times the approach velocity.
 
