@@ -37,17 +37,17 @@ _contacts = eqx.filter_jit(lambda model, q: model.contacts(q))
 
 
 @pytest.mark.parametrize(
-    "shape, tol",
+    "shape, tol, point_tol",
     [
-        ("sphere", 1e-12),  # measured 3e-17
+        ("sphere", 1e-12, 1e-11),  # measured 3e-17
         # MuJoCo's EPA stops at its tolerance (ccd_tolerance 1e-6): a deep capsule's
-        # depth differs by 2.5e-9, a curved surface's point by 1e-5
-        ("capsule", 1e-8),
-        pytest.param("ellipsoid", 3e-5, marks=pytest.mark.slow),
-        pytest.param("cylinder", 3e-5, marks=pytest.mark.slow),
+        # depth differs by 2.5e-9 and its point by 7.6e-6, a curved surface's by 1e-5
+        ("capsule", 1e-8, 3e-5),
+        pytest.param("ellipsoid", 3e-5, 1e-4, marks=pytest.mark.slow),
+        pytest.param("cylinder", 3e-5, 1e-4, marks=pytest.mark.slow),
     ],
 )
-def test_contacts_match_mujoco(shape, tol):
+def test_contacts_match_mujoco(shape, tol, point_tol):
     """At three heights of a tilted geom over the terrain, sciad's active contacts are
     MuJoCo's (mj_forward's d.contact): one per penetrated prism, with the same
     distance, normal and point (to round-off for spheres and capsules, to MuJoCo's
@@ -68,8 +68,8 @@ def test_contacts_match_mujoco(shape, tol):
         got = sorted(active, key=lambda k: float(c.dist[k]))
         for k, r in zip(got, sorted(ref, key=lambda r: r.dist), strict=True):
             assert abs(float(c.dist[k]) - r.dist) < tol
-            assert np.max(np.abs(np.asarray(c.normal[k]) - r.frame[:3])) < 10 * tol
-            assert np.max(np.abs(np.asarray(c.point[k]) - r.pos)) < 10 * tol
+            assert np.max(np.abs(np.asarray(c.normal[k]) - r.frame[:3])) < point_tol
+            assert np.max(np.abs(np.asarray(c.point[k]) - r.pos)) < point_tol
     assert found >= 1
 
 
