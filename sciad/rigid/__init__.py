@@ -34,6 +34,7 @@ from ._equality import (
 )
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import ContactModel as ContactModel, Geom as Geom
+from ._hfield import HeightField as HeightField
 from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights
 from ._integrators import (
     ConstraintSolveState as ConstraintSolveState,

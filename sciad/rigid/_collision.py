@@ -19,8 +19,17 @@ from .._core._validate import (
     is_concrete,
 )
 from ._geom import ContactModel, Geom
+from ._hfield import HeightField
 from ._impedance import mix
-from ._narrowphase import _COLLIDE, _CONVEX_EXACT_APART, _kind, _ORDER
+from ._narrowphase import (
+    _COLLIDE,
+    _CONVEX_EXACT_APART,
+    _kind,
+    _ORDER,
+    BATCHED,
+    NEVER_COLLIDE,
+    points_per_pair,
+)
 from ._shapes import Box, Capsule, Cylinder, Plane, Sphere
 
 
@@ -70,17 +79,34 @@ def contact_pairs(
                 i_, j_, ki, kj = j, i, kj, ki
             else:
                 i_, j_ = i, j
+            if (ki, kj) in NEVER_COLLIDE:
+                continue
             if (ki, kj) not in _COLLIDE:
-                if ki is Plane and kj is Plane:
-                    continue
                 raise ValueError(
                     f"no collision function for {_geom_label(geoms, i_)} against "
                     f"{_geom_label(geoms, j_)} ({ki.__name__}–{kj.__name__} is not "
                     "supported); exclude the pair with MultiBody(exclude=[(body_a, "
                     "body_b)]) or with contype/conaffinity."
                 )
+            if ki is HeightField:
+                _check_window(geoms, i_, j_)
             pairs.append((i_, j_))
     return tuple(pairs)
+
+
+def _check_window(geoms: Sequence[Geom], i: int, j: int) -> None:
+    """Refuse a height field (geom i) whose window is too small for geom j."""
+    field, other = geoms[i].shape, geoms[j].shape
+    assert isinstance(field, HeightField)
+    if not all(is_concrete(x) for x in jax.tree.leaves((field, other))):
+        return
+    need = field.cells_needed(float(other.bounding_radius()))
+    if need > field.window:
+        raise ValueError(
+            f"{_geom_label(geoms, i)} examines {field.window} cells per axis around a geom, "
+            f"but {_geom_label(geoms, j)} (bounding radius {float(other.bounding_radius()):.4g}) "
+            f"can span {need}; give the HeightField window={need} or more."
+        )
 
 
 class Contacts(NamedTuple):
@@ -89,15 +115,17 @@ class Contacts(NamedTuple):
     `dist` (C,) signed distances less the pair's margin (negative: penetrating
     or within the margin, where the contact acts), `normal` (C, 3) unit normals
     from body `body_a` to body `body_b` (world frame), `point` (C, 3) contact points,
-    `friction` and `restitution` (C,), `weight` (C,) the share of its stiffness each
+    `friction` (C, 5) MuJoCo's contact friction (sliding, sliding, torsional, rolling,
+    rolling: the pair's `Geom` coefficients; zero for a frictionless pair),
+    `restitution` (C,), `weight` (C,) the share of its stiffness each
     point carries (1, except where a capsule–capsule pair hands over between its
     closest point and its end points as the axes turn parallel), the pair's
     `impedance` (C, 7) (its `Impedance` stacked, see `Geom`), `tangent` (C, 3) the
     first tangent of the contact frame where the pair sets one (MuJoCo's: a
     capsule's axis on a plane; zero elsewhere, see `contact_frames`), and the static
     arrays
-    `frictional` (C,) (the pair has sliding friction: condim 3) and body indices
-    `body_a`, `body_b` (C,) (−1: the world).
+    `dim` (C,) (the pair's condim: 1, 3, 4 or 6, MuJoCo's contact dimension) and body
+    indices `body_a`, `body_b` (C,) (−1: the world).
 
     **Example:** `touching = model.contacts(q).dist < 0`
     """
@@ -105,14 +133,24 @@ class Contacts(NamedTuple):
     dist: Float[Array, " C"]
     normal: Float[Array, "C 3"]
     point: Float[Array, "C 3"]
-    friction: Float[Array, " C"]
+    friction: Float[Array, "C 5"]
     restitution: Float[Array, " C"]
     weight: Float[Array, " C"]
     impedance: Float[Array, "C 7"]
     tangent: Float[Array, "C 3"]
-    frictional: np.ndarray
+    dim: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
+
+    @property
+    def frictional(self) -> np.ndarray:
+        """(C,) static: which contacts have friction (dim > 1)."""
+        return self.dim > 1
+
+    @property
+    def rows(self) -> int:
+        """The rows per contact of the contact Jacobian: the largest dim, at least 3."""
+        return max(3, int(np.max(self.dim, initial=1)))
 
 
 def _pair_groups(
@@ -127,7 +165,7 @@ def _pair_groups(
         groups.setdefault((*key, struct), []).append((i, j))
     out = []
     for (ka, kb, _), members in groups.items():
-        fn, k = _COLLIDE[(ka, kb)]
+        fn, k = points_per_pair((ka, kb), geoms[members[0][0]].shape)
         out.append(
             (fn, k, np.asarray([m[0] for m in members]), np.asarray([m[1] for m in members]))
         )
@@ -159,20 +197,15 @@ def find_contacts(
     for fn, k, ia, ib in _pair_groups(geoms, pairs):
         sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
         sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
-        pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        batched = fn if fn in BATCHED else jax.vmap(fn)
+        pts = batched(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
-        fa = jnp.stack([geoms[i].friction for i in ia]).astype(dtype)
-        fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
         ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
         eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
-        imp, margin = (
-            jnp.stack(x).astype(dtype)
-            for x in zip(
-                *(_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)),
-                strict=True,
-            )
-        )
-        frictional = _pair_frictional(geoms, ia, ib)
+        mats = [_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)]
+        imp, margin, fri = (jnp.stack([m[x] for m in mats]).astype(dtype) for x in range(3))
+        dims = np.asarray([m[3] for m in mats], np.int64)
+        fri = fri[:, np.asarray([0, 0, 1, 2, 2])] * jnp.asarray(dims > 1, dtype)[:, None]
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
         tangent = jnp.zeros((len(ia), 3), dtype) if axis is None else axis
@@ -181,23 +214,23 @@ def find_contacts(
                 (pts.dist - margin[:, None]).reshape(-1),
                 pts.normal.reshape(-1, 3),
                 pts.point.reshape(-1, 3),
-                jnp.repeat(jnp.maximum(fa, fb) * jnp.asarray(frictional, dtype), k),
+                jnp.repeat(fri, k, axis=0),
                 jnp.repeat(jnp.maximum(ea, eb), k),
                 weight.reshape(-1),
                 jnp.repeat(imp, k, axis=0),
                 jnp.repeat(tangent, k, axis=0),
-                np.repeat(frictional, k),
+                np.repeat(dims, k),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
             )
         )
     cols = list(zip(*parts, strict=True))
     dist, normal, point, mu, e, weight, imp, tangent = (jnp.concatenate(x) for x in cols[:8])
-    frictional, ba, bb = (np.concatenate(x) for x in cols[8:])
+    dims, ba, bb = (np.concatenate(x) for x in cols[8:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, weight, imp, tangent, frictional, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, imp, tangent, dims, ba, bb)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
@@ -231,22 +264,21 @@ def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> No
             )
 
 
-def _pair_frictional(geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """True where a pair has friction (the larger condim is 3), False for two condim-1
-    geoms."""
-    return np.asarray(
-        [max(geoms[i].condim, geoms[j].condim) > 1 for i, j in zip(ia, ib, strict=True)], bool
-    )
-
-
-def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array]:
-    """A pair's stacked impedance and margin (see `Geom`): the model's impedance when
-    neither geom sets its own, else the mean of the two (the model's standing in for
-    a geom without one), as MuJoCo mixes solref and solimp with equal `solmix`."""
-    if a.impedance is None and b.impedance is None:
-        return model.impedance.stacked(), a.margin + b.margin
-    own = [(model.impedance if g.impedance is None else g.impedance).stacked() for g in (a, b)]
-    return mix(*own), a.margin + b.margin
+def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array, int]:
+    """A pair's stacked impedance, margin, friction (sliding, torsional, rolling) and
+    condim, as MuJoCo's `mj_contactParam`: the higher-priority geom's condim,
+    impedance and friction when the priorities differ, else the larger condim and
+    friction coefficients and the mixed impedance (`mix`: MuJoCo's with equal
+    `solmix`); the model's impedance stands in for a geom without its own. The
+    margins add up."""
+    imps = [(model.impedance if g.impedance is None else g.impedance).stacked() for g in (a, b)]
+    fris = [jnp.stack([g.friction, g.torsional_friction, g.rolling_friction]) for g in (a, b)]
+    margin = a.margin + b.margin
+    if a.priority != b.priority:
+        k = 0 if a.priority > b.priority else 1
+        return imps[k], margin, fris[k], (a, b)[k].condim
+    imp = imps[0] if a.impedance is None and b.impedance is None else mix(*imps)
+    return imp, margin, jnp.maximum(*fris), max(a.condim, b.condim)
 
 
 # A contact deeper than this fraction of the smaller geom's inradius when a run starts
@@ -257,7 +289,7 @@ DEEP_PENETRATION = 0.1
 # optimisations (it runs once per `simulate` call: compiling fast matters, not running;
 # filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
 _distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
-    lambda model, q: (lambda c: (c.dist, c.impedance[:, 0]))(model.contacts(q)),
+    lambda model, q: (lambda c: (c.dist, c.impedance))(model.contacts(q)),
     compiler_options={"xla_backend_optimization_level": 0},
 )
 
@@ -274,7 +306,7 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     is checked unless `q` and the model are concrete."""
     if not all(is_concrete(x) for x in jax.tree.leaves((model, q))):
         return
-    dist, taus = (np.asarray(x) for x in _distances(model, q))
+    dist, imps = (np.asarray(x) for x in _distances(model, q))
     geoms = model.geoms
     groups = _pair_groups(geoms, model.pairs)
     ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
@@ -290,12 +322,16 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     for i, j in dict.fromkeys(zip(ia[deep].tolist(), ib[deep].tolist(), strict=True)):
         mine = (ia == i) & (ib == j)
         depth, allowed = float(np.max(-dist[mine])), float(limit[mine][0])
-        tau = float(taus[mine][0])
+        ref0, ref1, _, dmax = (float(x) for x in imps[mine][0, :4])
+        # the standard format's recovery speed depth/τ; the direct one's k d/b (k = −ref0/dmax²,
+        # b = −ref1/dmax: the overdamped spring's speed)
+        rate = 1 / ref0 if ref0 > 0 else (-ref0 / (-ref1 * dmax) if ref1 < 0 else np.inf)
+        how = "depth/time_constant" if ref0 > 0 else "depth·stiffness/damping"
         warnings.warn(
             f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)} start {depth:.3g} deep "
             f"in each other, more than {DEEP_PENETRATION} of the smaller geom's inradius "
             f"({allowed:.3g}): the contact will push them apart at up to "
-            f"depth/time_constant = {depth / tau:.3g} (length/time), which can launch a "
+            f"{how} = {depth * rate:.3g} (length/time), which can launch a "
             "body. Start them touching or apart.",
             UserWarning,
             stacklevel=level,
@@ -327,9 +363,13 @@ def contact_frames(
 
 def contact_jacobian(
     body_jac: Float[Array, "n 6 nv"], c: Contacts, frames: Float[Array, "C 3 3"]
-) -> Float[Array, "C 3 nv"]:
-    """J (C, 3, nv): v ↦ the velocity of body b's material point at each contact point
-    relative to body a's, in the contact frame (normal, tangent, tangent)."""
+) -> Float[Array, "C D nv"]:
+    """J (C, D, nv), D = `c.rows`: v ↦ the velocity of body b's material point at each
+    contact point relative to body a's, in the contact frame (normal, tangent,
+    tangent), then, as MuJoCo's `mj_instantiateContact` for condim 4 and 6, body b's
+    angular velocity relative to body a's along the normal (torsion) and the two
+    tangents (rolling); rows beyond a contact's dim are zero (a condim-1 contact keeps
+    its two tangent rows, without friction)."""
     nv = body_jac.shape[-1]
     jac = jnp.concatenate([body_jac, jnp.zeros((1, 6, nv), body_jac.dtype)])
 
@@ -340,4 +380,13 @@ def contact_jacobian(
         return lin - jnp.swapaxes(cross(c.point[:, None, :], jnp.swapaxes(ang, 1, 2)), 1, 2)
 
     rel = point_jac(c.body_b) - point_jac(c.body_a)
-    return jnp.einsum("cij,cjk->cik", frames, rel)
+    out = jnp.einsum("cij,cjk->cik", frames, rel)
+    if c.rows == 3:
+        return out
+
+    def ang_jac(bodies: np.ndarray) -> Array:
+        return jac[np.where(bodies < 0, body_jac.shape[0], bodies), :3]
+
+    ang = jnp.einsum("cij,cjk->cik", frames, ang_jac(c.body_b) - ang_jac(c.body_a))
+    keep = np.arange(3, c.rows)[None, :] < c.dim[:, None]  # (C, D − 3) static
+    return jnp.concatenate([out, ang[:, : c.rows - 3] * jnp.asarray(keep, ang.dtype)[..., None]], 1)

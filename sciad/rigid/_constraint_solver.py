@@ -25,8 +25,8 @@ from ._narrowphase import _unit
 class _Problem(NamedTuple):
     mass: Array  # (nv, nv) M (+ h D)
     v_free: Array  # (nv,)
-    jac: Array  # (C, 3, nv)
-    u_ref: Array  # (C, 3)
+    jac: Array  # (C, D, nv), rows scaled to the cone's weighted coordinates
+    u_ref: Array  # (C, D)
     inv_r: Array  # (C,) active / R (0 for inactive contacts)
     mu: Array  # (C,)
     row_jac: Array  # (L, nv) the scalar rows: limits, friction losses, pyramid edges
@@ -55,14 +55,14 @@ def _cone(y: Array, mu: Array) -> _Cone:
 
 
 def _cone_projection(y: Array, mu: Array) -> Array:
-    """Π_K(y) for K = {(n, t): ‖t‖ ≤ μ n}, per contact: y (..., 3), μ (...)."""
+    """Π_K(y) for K = {(n, t): ‖t‖ ≤ μ n}, per contact: y (..., D), μ (...)."""
     c = _cone(y, mu)
     boundary = jnp.concatenate([c.n_star[..., None], (mu * c.n_star)[..., None] * c.direction], -1)
     return jnp.where(c.inside[..., None], y, jnp.where(c.polar[..., None], 0.0, boundary))
 
 
 def _cone_jacobian(y: Array, mu: Array) -> Array:
-    """∂Π_K/∂y (..., 3, 3): the identity inside K, zero in its polar cone, and on the
+    """∂Π_K/∂y (..., D, D): the identity inside K, zero in its polar cone, and on the
     boundary, where Π_K(y) = n* (1, μ t̂) with n* = (n + μ‖t‖)/(1 + μ²),
     u uᵀ/(1 + μ²) + (μ n*/‖t‖) (0 ⊕ (I − t̂ t̂ᵀ)) with u = (1, μ t̂)."""
     c = _cone(y, mu)
@@ -70,22 +70,23 @@ def _cone_jacobian(y: Array, mu: Array) -> Array:
     u = jnp.concatenate([jnp.ones_like(c.n_star)[..., None], mu[..., None] * d], -1)
     # ‖t‖ > 0 on the boundary; elsewhere 1, so that the unused branch stays finite.
     curvature = mu * c.n_star / jnp.where(c.inside | c.polar, 1.0, c.tangent_norm)
-    eye2 = jnp.broadcast_to(jnp.eye(2, dtype=y.dtype), d.shape + (2,))
+    k = y.shape[-1]
+    eye2 = jnp.broadcast_to(jnp.eye(k - 1, dtype=y.dtype), d.shape + (k - 1,))
     across = (
-        jnp.zeros(y.shape + (3,), y.dtype)
+        jnp.zeros(y.shape + (k,), y.dtype)
         .at[..., 1:, 1:]
         .set(eye2 - d[..., :, None] * d[..., None, :])
     )
     boundary = u[..., :, None] * u[..., None, :] / (1.0 + mu**2)[..., None, None]
     boundary = boundary + curvature[..., None, None] * across
-    eye = jnp.broadcast_to(jnp.eye(3, dtype=y.dtype), boundary.shape)
+    eye = jnp.broadcast_to(jnp.eye(k, dtype=y.dtype), boundary.shape)
     return jnp.where(
         c.inside[..., None, None], eye, jnp.where(c.polar[..., None, None], 0.0, boundary)
     )
 
 
 class _Rows(NamedTuple):
-    """The constraint residuals at v: contacts' y = û − J v (C, 3) and Π_K(y), the
+    """The constraint residuals at v: contacts' y = û − J v (C, D) and Π_K(y), the
     scalar rows' z = û_L − J_L v (L,)."""
 
     y: Array
@@ -244,8 +245,8 @@ def solve_contacts(
     mass: Float[Array, "nv nv"],
     v_free: Float[Array, " nv"],
     v_start: Float[Array, " nv"],
-    jac: Float[Array, "C 3 nv"],
-    u_ref: Float[Array, "C 3"],
+    jac: Float[Array, "C D nv"],
+    u_ref: Float[Array, "C D"],
     inv_r: Float[Array, " C"],
     mu: Float[Array, " C"],
     model: ContactModel,
@@ -292,19 +293,32 @@ def scalar_rows(block: RowBlock, v: Array, diagonal: Array, dt: RealScalarLike) 
     return ScalarRows(block.jac, ref, inv_r, dt * block.lower, dt * block.upper)
 
 
+# MuJoCo's mjMINMU: the smallest friction coefficient of a frictional contact.
+_MIN_MU = 1e-5
+
+
 def contact_terms(
     c: Contacts,
-    jac: Float[Array, "C 3 nv"],
+    jac: Float[Array, "C D nv"],
     diagonal: Float[Array, " C"],
     v: Float[Array, " nv"],
     dt: RealScalarLike,
-) -> tuple[Float[Array, "C 3"], Float[Array, " C"]]:
-    """The elliptic cone rows' reference velocities û (C, 3) and inverse
-    regularisations 1/R (C,) (zero for contacts that do not touch) for a step `dt`:
-    MuJoCo's (`row_terms`), the normal from the distance, the tangents damped only;
-    R from the normal's inverse inertia `diagonal`, the same for the tangents (MuJoCo's
-    with impratio 1). A contact with restitution e > 0 keeps at least −e u⁻ of its
-    approach velocity u⁻ (Newton's law)."""
+    impratio: float,
+) -> tuple[Float[Array, "C D nv"], Float[Array, "C D"], Float[Array, " C"], Float[Array, " C"]]:
+    """The elliptic cone rows of the contacts for a step `dt`, in the form the solve
+    takes them (`solve_contacts`): the Jacobian and reference velocities û (MuJoCo's,
+    `row_terms`: the normal's from the distance, the friction rows' damped only) with
+    each friction row j scaled by √(R_n/R_j), the inverse regularisations 1/R_n of the
+    normals (zero for contacts that do not touch; R_n from the normal's inverse
+    inertia `diagonal`) and the cone slopes μ.
+
+    MuJoCo's elliptic cone (`mj_makeImpedance`, `mj_constraintUpdate`) gives friction
+    row j (coefficient f_j among the contact's (f_s, f_s, f_torsion, f_roll, f_roll),
+    each at least mjMINMU = 1e-5) R_j = R_n f_s²/(impratio f_j²) and costs
+    ½‖Π_K(z)‖²/R_n, with z_j = √(R_n/R_j) y_j = √impratio (f_j/f_s) y_j and
+    K = {‖z_t‖ ≤ μ z_n}, μ = f_s/√impratio: the cone ‖(f_j γ_j)‖ ≤ γ_n on the forces. A
+    contact with restitution e > 0 keeps at least −e u⁻ of its approach velocity u⁻
+    (Newton's law)."""
     u = jnp.einsum("cij,j->ci", jac, v)
     u_n, r = row_terms(c.impedance, c.dist, u[:, 0], diagonal, dt)
     bounce = jnp.maximum(u_n, -c.restitution * u[:, 0])
@@ -318,32 +332,51 @@ def contact_terms(
     )(u[:, 1:])
     active = (c.dist < 0) & _movable(diagonal)
     inv_r = jnp.where(active, c.weight / jnp.where(active, r, 1.0), 0.0)
-    return jnp.concatenate([u_n[:, None], tangent], axis=1), inv_r
+    u_ref = jnp.concatenate([u_n[:, None], tangent], axis=1)
+    d = jac.shape[1]
+    fr = jnp.asarray(c.frictional)
+    f = jnp.where(fr[:, None], jnp.maximum(c.friction, _MIN_MU), 0.0)
+    root = float(np.sqrt(impratio))
+    if d == 3 and impratio == 1:
+        return jac, u_ref, inv_r, f[:, 0]  # the weights are 1
+    # frictionless contacts (dim 1) keep weight 1: their cone (μ = 0) ignores the rows
+    ratio = jnp.where(fr[:, None], root * f[:, : d - 1] / jnp.where(fr, f[:, 0], 1.0)[:, None], 1.0)
+    scale = jnp.concatenate([jnp.ones_like(ratio[:, :1]), ratio], axis=1)
+    return jac * scale[:, :, None], u_ref * scale, inv_r, f[:, 0] / root
 
 
 def pyramid_block(
-    c: Contacts, jac: Float[Array, "C 3 nv"], impratio: RealScalarLike
+    c: Contacts, jac: Float[Array, "C D nv"], impratio: RealScalarLike
 ) -> tuple[RowBlock, tuple[np.ndarray, Float[Array, " K"]]]:
-    """MuJoCo's pyramidal friction cone as scalar rows: a frictional contact's four
-    edges J_n ± μ J_tk (k = 1, 2), each with force ≥ 0 and the contact's distance, a
-    frictionless one's normal row; and each row's factor on the normal's inverse
-    inertia giving MuJoCo's R (2μ²(1 + μ²)/impratio for edges, 1 for normals)."""
-    fr = np.asarray(c.frictional)
-    e, s = np.nonzero(fr)[0], np.nonzero(~fr)[0]
-    mu = c.friction[e]
-    edges = jnp.concatenate(
-        [jac[e, 0] + sign * mu[:, None] * jac[e, k] for k in (1, 2) for sign in (1.0, -1.0)]
-    )
-    jacs = jnp.concatenate([edges, jac[s, 0]])
-    idx = np.concatenate([np.tile(e, 4), s])
-    factor = jnp.concatenate(
-        [jnp.tile(2 * mu**2 * (1 + mu**2) / impratio, 4), jnp.ones(len(s), jac.dtype)]
-    )
-    zero = jnp.zeros(len(idx), jac.dtype)
+    """MuJoCo's pyramidal friction cone as scalar rows: a frictional contact of dim
+    k has 2(k − 1) edges J_n ± f_j J_j (j = 1 … k − 1, f_j its friction coefficients,
+    each at least mjMINMU = 1e-5, as MuJoCo's), each with force ≥ 0 and the contact's
+    distance, a frictionless one a normal row; and each row's factor on the normal's
+    inverse inertia giving MuJoCo's R (2 f_s²(1 + f_s²)/impratio for edges, 1 for
+    normals)."""
+    rows, idx, factor = [], [], []
+    for k in sorted(set(c.dim.tolist())):
+        e = np.nonzero(c.dim == k)[0]
+        if k == 1:
+            rows.append(jac[e, 0])
+            idx.append(e)
+            factor.append(jnp.ones(len(e), jac.dtype))
+            continue
+        f = jnp.maximum(c.friction[e], _MIN_MU)
+        rows += [
+            jac[e, 0] + sign * f[:, j - 1, None] * jac[e, j]
+            for j in range(1, k)
+            for sign in (1.0, -1.0)
+        ]
+        idx.append(np.tile(e, 2 * (k - 1)))
+        mu = f[:, 0]
+        factor.append(jnp.tile(2 * mu**2 * (1 + mu**2) / impratio, 2 * (k - 1)))
+    jacs, ids, factors = jnp.concatenate(rows), np.concatenate(idx), jnp.concatenate(factor)
+    zero = jnp.zeros(len(ids), jac.dtype)
     block = RowBlock(
-        c.dist[idx], jacs, c.impedance[idx], None, zero, zero + jnp.inf, c.dist[idx] < 0, False
+        c.dist[ids], jacs, c.impedance[ids], None, zero, zero + jnp.inf, c.dist[ids] < 0, False
     )
-    return block, (idx, factor)
+    return block, (ids, factors)
 
 
 def body_jacobians(

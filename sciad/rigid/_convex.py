@@ -24,6 +24,7 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross
+from ._hfield import Prism
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Sphere
 
 # Iteration counts (fixed: the loops run to the end, finished states unchanged).
@@ -413,7 +414,8 @@ def _flat_directions(p: _Part, local: Array) -> tuple[Array, Array]:
     """The directions (3, 3), in the shape's frame, along which the core is flat at the
     witness point `local`, and which of them apply (3,): a capsule's axis inside its
     segment; a box's axes along which the point is inside a face or an edge; a
-    cylinder's axis along its side, and its x and y inside a cap."""
+    cylinder's axis along its side, and its x and y inside a cap; a height-field
+    prism's face or edge directions."""
     eye, inner = jnp.eye(3, dtype=local.dtype), 1 - 1e-7
     none = jnp.zeros(3, bool)
     if isinstance(p.shape, Capsule):
@@ -424,6 +426,8 @@ def _flat_directions(p: _Part, local: Array) -> tuple[Array, Array]:
         cap = local[0] ** 2 + local[1] ** 2 < (inner * p.shape.radius) ** 2
         side = jnp.abs(local[2]) < inner * p.shape.half_length
         return eye, jnp.stack([cap, cap, side])
+    if isinstance(p.shape, Prism):
+        return p.shape.flat_directions(local, 1e-7 * p.shape.bounding_radius())
     return eye, none
 
 

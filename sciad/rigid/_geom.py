@@ -41,11 +41,20 @@ class Geom(eqx.Module):
     - `body`: the name of the body it is fixed to; `None` for the world.
     - `pos`, `quat`: placement in the body frame, shapes `(3,)` (length) and `(4,)`
       (w, x, y, z).
-    - `friction`: Coulomb coefficient μ ≥ 0 (a pair uses the larger of its two, as
-      MuJoCo does).
-    - `condim`: 3 (default: sliding friction) or 1 (frictionless): as MuJoCo's, a pair
-      takes the larger of its two, so two condim-1 geoms touch without friction and
-      a condim-1 geom against a condim-3 one with the larger coefficient.
+    - `friction`: the sliding (Coulomb) coefficient μ ≥ 0 (a pair uses the larger of
+      its two, as MuJoCo does).
+    - `torsional_friction` (length, ≥ 0; default MuJoCo's 0.005) and
+      `rolling_friction` (length, ≥ 0; default MuJoCo's 0.0001): MuJoCo's second and
+      third `friction` coefficients, the torque per normal force that resists
+      spinning about the normal (condim 4 and 6) and rolling (condim 6).
+    - `condim`: MuJoCo's contact dimensionality: 3 (default: sliding friction), 1
+      (frictionless), 4 (sliding and torsional friction) or 6 (sliding, torsional
+      and rolling friction). A pair takes the larger of its two, so two condim-1 geoms
+      touch without friction and a condim-1 geom against a condim-3 one with the
+      larger coefficient.
+    - `priority` (integer, default 0): MuJoCo's contact priority: a pair of geoms of
+      different priorities takes the higher one's condim, friction coefficients and
+      impedance, instead of the maxima and the mix (`mj_contactParam`).
     - `restitution`: Newton's coefficient e in [0, 1] (a pair uses the larger): the
       normal velocity after an impact is −e times the one before, for a hard contact.
     - `contype`, `conaffinity`: MuJoCo's collision bitmasks (integers).
@@ -54,7 +63,8 @@ class Geom(eqx.Module):
       `solref` and `solimp`) for its contacts; `None` (default): the model's
       [`ContactModel`][sciad.rigid.ContactModel]'s. A pair mixes its two geoms'
       impedances as MuJoCo mixes `solref` and `solimp` (equal `solmix`): the mean of
-      each parameter.
+      each parameter (the smaller of each `solref` value when either is in the direct
+      format), or the higher-priority geom's.
     - `margin` (length, ≥ 0): a pair acts when its distance is below the sum of its
       geoms' margins, as MuJoCo's `margin` (MuJoCo 4 sums a pair's margins): a body
       rests about that far from what it stands on. Only for pairs whose separated
@@ -81,6 +91,9 @@ class Geom(eqx.Module):
     condim: int = eqx.field(static=True)
     impedance: Impedance | None
     margin: FloatScalar
+    torsional_friction: FloatScalar
+    rolling_friction: FloatScalar
+    priority: int = eqx.field(static=True)
 
     def __init__(
         self,
@@ -97,6 +110,9 @@ class Geom(eqx.Module):
         impedance: Impedance | None = None,
         margin: ScalarLike = 0.0,
         condim: int = 3,
+        torsional_friction: ScalarLike = 0.005,
+        rolling_friction: ScalarLike = 0.0001,
+        priority: int = 0,
     ):
         if not isinstance(shape, AbstractShape):
             raise TypeError(
@@ -120,7 +136,7 @@ class Geom(eqx.Module):
         self.contype = check_int(contype, f"{label} contype", minimum=0)
         self.conaffinity = check_int(conaffinity, f"{label} conaffinity", minimum=0)
         self.name = name
-        self.condim = check_int(condim, f"{label} condim", allowed=(1, 3))
+        self.condim = check_int(condim, f"{label} condim", allowed=(1, 3, 4, 6))
         if impedance is not None and not isinstance(impedance, Impedance):
             raise TypeError(
                 f"{label} impedance must be a sciad.rigid.Impedance or None; got {impedance!r}."
@@ -128,6 +144,11 @@ class Geom(eqx.Module):
         self.impedance = impedance
         check_positive(margin, f"{label} margin", zero_ok=True)
         self.margin = jnp.asarray(margin)
+        check_positive(torsional_friction, f"{label} torsional_friction", zero_ok=True)
+        self.torsional_friction = jnp.asarray(torsional_friction)
+        check_positive(rolling_friction, f"{label} rolling_friction", zero_ok=True)
+        self.rolling_friction = jnp.asarray(rolling_friction)
+        self.priority = check_int(priority, f"{label} priority", minimum=None)
 
 
 class ContactModel(eqx.Module):
@@ -159,6 +180,12 @@ class ContactModel(eqx.Module):
     `grad`) are exact for the converged solve, and a gradient costs one extra
     Hessian factorisation per step, whatever the number of iterations.
 
+    Contacts of condim 4 and 6 add rows for the relative angular velocity (about the
+    normal; about the tangents), and every contact's rows are weighted as MuJoCo's
+    elliptic cone weights them (R_j = R_n f_s²/(impratio f_j²) for friction
+    coefficient f_j; the cone's slope f_s/√impratio), so the cone constrains
+    ‖(f_j γ_j)‖ ≤ γ_n (`contact_terms`).
+
     A geom with restitution e > 0 adds Newton's law: the normal reference is at least
     −e times the approach velocity.
 
@@ -174,8 +201,11 @@ class ContactModel(eqx.Module):
     - `cone`: `"elliptic"` (default; MuJoCo's `cone="elliptic"`) or `"pyramidal"`
       (MuJoCo's default: each frictional contact is four rows J_n ± μ J_t, each with a
       non-negative force).
-    - `impratio` (> 0): MuJoCo's ratio of frictional to normal impedance, used by the
-      pyramidal cone; the elliptic cone supports only 1 (default).
+    - `impratio` (> 0, default 1): MuJoCo's ratio of frictional to normal impedance:
+      the friction rows' regularisation is the normal's divided by it (elliptic cone:
+      R_j = R_n f_s²/(impratio f_j²) for a row of friction coefficient f_j, the cone's
+      slope f_s/√impratio in those weighted coordinates; pyramidal: the edges' R is
+      2 f_s² R_n/impratio), as MuJoCo's `mj_makeImpedance`.
     - `max_iterations`: Newton iterations before the solve is reported as failed
       (`RESULTS.solver_failed`); default 50.
     - `tolerance`: relative velocity tolerance of the solve, default 1e-10 (raised to
@@ -207,11 +237,6 @@ class ContactModel(eqx.Module):
                 f"ContactModel.cone must be 'elliptic' or 'pyramidal'; got {self.cone!r}."
             )
         check_positive(self.impratio, "ContactModel.impratio")
-        if self.cone == "elliptic" and self.impratio != 1:
-            raise ValueError(
-                "ContactModel.impratio must be 1 with the elliptic cone (an anisotropic "
-                f"cone is not supported); got {self.impratio!r}. Use cone='pyramidal'."
-            )
         check_int(self.max_iterations, "ContactModel.max_iterations")
         if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)):
             raise TypeError(f"ContactModel.tolerance must be a float; got {self.tolerance!r}.")
@@ -219,8 +244,10 @@ class ContactModel(eqx.Module):
 
     def effective_time_constant(self, dt: RealScalarLike) -> FloatScalar:
         """The contact time constant a step of length `dt` uses: max(τ, 2·dt) (MuJoCo's
-        `refsafe`; see the class docstring).
+        `refsafe`; see the class docstring); an impedance in the direct format
+        (τ ≤ 0: −stiffness) is used as it is, and returned unchanged.
 
         **Example:** `ContactModel(Impedance(time_constant=1e-3)).effective_time_constant(1e-3)` is 2e-3.
         """
-        return jnp.maximum(self.impedance.time_constant, 2 * jnp.asarray(dt))
+        tau = self.impedance.time_constant
+        return jnp.where(tau > 0, jnp.maximum(tau, 2 * jnp.asarray(dt)), tau)

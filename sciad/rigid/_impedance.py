@@ -9,33 +9,39 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 import numpy as np
 
 from .._core._types import FloatScalar, RealScalarLike
-from .._core._validate import check_in_range, check_positive, check_scalar
+from .._core._validate import check_in_range, check_positive, check_scalar, is_concrete
 
 _MIN_IMP, _MAX_IMP = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
 _MINVAL = 1e-15  # MuJoCo's mjMINVAL
 
 
 class Impedance(eqx.Module):
-    """How soft a constraint is (a contact, a joint or tendon limit, a friction loss):
-    MuJoCo's `solref` (τ, ζ) and `solimp` (d₀, d_max, width, midpoint, power), with
-    MuJoCo's meaning, so that a MuJoCo model converts one to one.
+    """How soft a constraint is (a contact, a joint or tendon limit, a friction loss, an
+    equality): MuJoCo's `solref` (τ, ζ) and `solimp` (d₀, d_max, width, midpoint,
+    power), with MuJoCo's meaning, so that a MuJoCo model converts one to one.
 
     A constraint row with violation r (a contact's signed distance less its margin, a
     limit's distance into its range) and velocity u = J v is driven towards the
     reference acceleration a_ref = −b u − k d(r) r, with b = 2/(d_max τ) and
     k = 1/(d_max² τ² ζ²): a damped oscillator of time constant τ and damping ratio ζ.
+    MuJoCo's *direct* format gives the stiffness and damping themselves, as negative
+    `solref` values (−k', −b'): then k = k'/d_max² and b = b'/d_max (build it with
+    [`Impedance.direct`][sciad.rigid.Impedance.direct]).
     Its force is regularised by R = (1 − d)/d · A, where A is the row's inverse
     inertia (`MultiBody`'s `diagonal`): d → 1 is a hard constraint, smaller d a softer
     one. The impedance d(r) rises from d₀ at r = 0 to d_max at |r| ≥ width along
     MuJoCo's sigmoid of the given midpoint and power (flat when d₀ = d_max). A step h
-    uses τ = max(τ, 2h) (MuJoCo's `refsafe`): a shorter time constant would make the
-    recovery overshoot and launch bodies. Friction rows (a contact's tangents, a
-    friction loss) use only the damping b.
+    uses τ = max(τ, 2h) in the standard format (MuJoCo's `refsafe`): a shorter time
+    constant would make the recovery overshoot and launch bodies. Friction rows (a
+    contact's tangents, a friction loss) use only the damping b.
 
     **Arguments:**
 
-    - `time_constant`: τ > 0 (time), default 0.02.
-    - `damping_ratio`: ζ > 0 (dimensionless), default 1 (critical damping).
+    - `time_constant`: τ > 0 (time), default 0.02; or ≤ 0: −k', MuJoCo's direct
+      stiffness (force per length per mass, the row's acceleration per violation).
+    - `damping_ratio`: ζ > 0 (dimensionless), default 1 (critical damping); or ≤ 0:
+      −b', MuJoCo's direct damping (per time). The two are both positive (standard)
+      or both ≤ 0 (direct), as MuJoCo requires.
     - `d0`, `dmax`: the impedance at zero and at full violation, in [1e-4, 0.9999]
       (MuJoCo clamps to that interval); defaults 0.9 and 0.95.
     - `width` (length or angle, ≥ 0): the violation over which d goes from d₀ to
@@ -44,13 +50,14 @@ class Impedance(eqx.Module):
       and 2.
 
     The defaults are MuJoCo's. Reference: MuJoCo documentation, Computation, "Solver
-    parameters".
+    parameters"; MuJoCo's `mj_makeImpedance` (engine_core_constraint.c).
 
     **Example:**
 
     ```python
     stiff = sciad.rigid.Impedance(time_constant=0.005, d0=0.99, dmax=0.99)
     floor = sciad.rigid.Geom(sciad.rigid.Plane(), impedance=stiff)
+    springy = sciad.rigid.Impedance.direct(stiffness=1e4, damping=30.0)
     ```
     """
 
@@ -63,8 +70,16 @@ class Impedance(eqx.Module):
     power: FloatScalar = eqx.field(default=2.0, converter=jnp.asarray)
 
     def __check_init__(self):
-        check_positive(self.time_constant, "Impedance.time_constant")
-        check_positive(self.damping_ratio, "Impedance.damping_ratio")
+        check_scalar(self.time_constant, "Impedance.time_constant")
+        check_scalar(self.damping_ratio, "Impedance.damping_ratio")
+        if all(is_concrete(x) for x in (self.time_constant, self.damping_ratio)):
+            tau, zeta = float(self.time_constant), float(self.damping_ratio)
+            if (tau > 0) != (zeta > 0):
+                raise ValueError(
+                    "Impedance.time_constant and Impedance.damping_ratio must both be > 0 "
+                    "(time constant and damping ratio) or both <= 0 (MuJoCo's direct "
+                    f"format: -stiffness and -damping); got ({tau!r}, {zeta!r})."
+                )
         for name in ("d0", "dmax", "midpoint"):
             x = getattr(self, name)
             check_scalar(x, f"Impedance.{name}")
@@ -77,21 +92,45 @@ class Impedance(eqx.Module):
         check_in_range(self.power, "Impedance.power", 1.0, float("inf"))
 
     @classmethod
+    def direct(
+        cls,
+        stiffness: RealScalarLike,
+        damping: RealScalarLike,
+        d0: RealScalarLike = 0.9,
+        dmax: RealScalarLike = 0.95,
+        width: RealScalarLike = 0.001,
+        midpoint: RealScalarLike = 0.5,
+        power: RealScalarLike = 2.0,
+    ) -> "Impedance":
+        """MuJoCo's direct format: the reference acceleration
+        a_ref = −(b'/d_max) u − (k'/d_max²) d(r) r of stiffness k' = `stiffness` ≥ 0
+        (1/time²) and damping b' = `damping` ≥ 0 (1/time), stored as MuJoCo stores
+        them, `solref` = (−k', −b'). The other arguments are as for `Impedance`.
+
+        **Example:** `Impedance.direct(stiffness=1e4, damping=30.0)` is MuJoCo's
+        `solref="-10000 -30"`.
+        """
+        check_positive(stiffness, "Impedance.direct stiffness", zero_ok=True)
+        check_positive(damping, "Impedance.direct damping", zero_ok=True)
+        return cls(-jnp.asarray(stiffness), -jnp.asarray(damping), d0, dmax, width, midpoint, power)
+
+    @classmethod
     def from_mujoco(
         cls, solref: Float[ArrayLike, "2"], solimp: Float[ArrayLike, "5"]
     ) -> "Impedance":
-        """The impedance of MuJoCo's `solref` (τ, ζ) (positive: the standard format)
-        and `solimp` (d₀, d_max, width, midpoint, power), clamped as MuJoCo clamps
-        them.
+        """The impedance of MuJoCo's `solref` (τ, ζ) (positive: the standard format;
+        both ≤ 0: the direct format, −stiffness and −damping) and `solimp` (d₀, d_max,
+        width, midpoint, power), clamped as MuJoCo clamps them.
 
         **Example:** `Impedance.from_mujoco((0.02, 1.0), (0.9, 0.95, 0.001, 0.5, 2))`
         """
         tau, zeta = (float(x) for x in np.asarray(solref, float).reshape(2))
         d0, dmax, width, mid, power = (float(x) for x in np.asarray(solimp, float).reshape(5))
-        if not (tau > 0 and zeta > 0):
+        if (tau > 0) != (zeta > 0):
             raise ValueError(
-                f"solref {(tau, zeta)} with direct stiffness and damping (negative "
-                "values) is not supported."
+                f"solref {(tau, zeta)} mixes the standard format (positive: time constant "
+                "and damping ratio) and the direct one (<= 0: -stiffness and -damping); "
+                "MuJoCo replaces it by its default with a warning."
             )
 
         def clamp(x: float) -> float:
@@ -117,9 +156,13 @@ class Impedance(eqx.Module):
 
 
 def mix(a: Float[Array, "... 7"], b: Float[Array, "... 7"]) -> Float[Array, "... 7"]:
-    """Two stacked impedances mixed as MuJoCo mixes a contact pair's geoms (equal
-    `solmix`): the mean of every parameter."""
-    return 0.5 * (a + b)
+    """Two stacked impedances mixed as MuJoCo mixes a contact pair's geoms of equal
+    priority and equal `solmix` (`mj_contactParam`): the mean of every `solimp`
+    parameter; the mean of `solref` when both are standard (τ > 0), else the
+    smaller of each of its two values (the direct format: the stiffer, more damped)."""
+    standard = (a[..., :1] > 0) & (b[..., :1] > 0)
+    ref = jnp.where(standard, 0.5 * (a[..., :2] + b[..., :2]), jnp.minimum(a[..., :2], b[..., :2]))
+    return jnp.concatenate([ref, 0.5 * (a[..., 2:] + b[..., 2:])], axis=-1)
 
 
 def impedance(p: Float[Array, "... 7"], violation: Array) -> Array:
@@ -148,16 +191,23 @@ def row_terms(
     friction: bool = False,
 ) -> tuple[Float[Array, " K"], Float[Array, " K"]]:
     """Per constraint row, the reference velocity û = u + h a_ref for a step h = `dt`
-    and the regularisation R = max((1 − d)/d · A, 1e-15), MuJoCo's (`Impedance`):
-    a_ref = −b u − k d r, with τ clamped to 2h; friction rows (`friction=True`) take
-    k = 0 and the impedance at r = 0. `violation` r, `velocity` u = J v and `diagonal`
-    A (the row's inverse inertia) per row."""
+    and the regularisation R = max((1 − d)/d · A, 1e-15), MuJoCo's (`Impedance`,
+    `mj_makeImpedance`): a_ref = −b u − k d r, with b = 2/(d_max τ) and
+    k = 1/(d_max τ ζ)² (τ clamped to 2h), or, in the direct format (τ ≤ 0),
+    b = −ζ/d_max and k = −τ/d_max²; friction rows (`friction=True`) take k = 0 and the
+    impedance at r = 0. `violation` r, `velocity` u = J v and `diagonal` A (the row's
+    inverse inertia) per row."""
     dt = jnp.asarray(dt, violation.dtype)
-    tau = jnp.maximum(p[:, 0], 2 * dt)
-    zeta, dmax = p[:, 1], p[:, 3]
+    ref0, ref1, dmax = p[:, 0], p[:, 1], p[:, 3]
+    standard = ref0 > 0
+    tau = jnp.where(standard, jnp.maximum(ref0, 2 * dt), 1.0)  # 1: the unused branch
+    zeta = jnp.where(standard, ref1, 1.0)
     d = impedance(p, jnp.zeros_like(violation) if friction else violation)
-    b = 2 / (dmax * tau)
-    k = 0.0 if friction else 1 / (dmax * tau * zeta) ** 2
+    b = jnp.where(
+        standard, 2 / jnp.maximum(dmax * tau, _MINVAL), -ref1 / jnp.maximum(dmax, _MINVAL)
+    )
+    k_std = 1 / jnp.maximum((dmax * tau * zeta) ** 2, _MINVAL)
+    k = 0.0 if friction else jnp.where(standard, k_std, -ref0 / jnp.maximum(dmax**2, _MINVAL))
     a_ref = -b * velocity - k * d * violation
     return velocity + dt * a_ref, jnp.maximum((1 - d) / d * diagonal, _MINVAL)
 

@@ -156,12 +156,6 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
             "remove them or enable actuation."
         )
-    elliptic = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC)
-    if elliptic and m.opt.impratio != 1:
-        label.block(
-            f"MJCF <option impratio={m.opt.impratio:g}> with the elliptic cone: an "
-            'anisotropic friction cone is not supported (impratio 1, or cone="pyramidal").'
-        )
     if disabled(m, mujoco, "mjDSBL_REFSAFE"):
         label.block(
             'MJCF <option><flag refsafe="disable">: sciad always keeps time constants at '
@@ -274,8 +268,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `solimplimit` (`limit_impedance`), one to one, so a limit is as soft as MuJoCo's
       and trajectories through it agree to round-off (measured in docs/rigid.md).
       A limit `margin` engages the limit that far inside the range, as in MuJoCo
-      (the range is narrowed by it). A negative (direct stiffness and damping) limit
-      `solref` is refused.
+      (the range is narrowed by it). A `solref` may be standard (τ, ζ) or direct
+      (negative: −stiffness, −damping), as for every constraint.
     - **actuators** with a joint transmission on a hinge or slider and affine force
       gain·u + bias (`motor`, `position`, `velocity`, `general`):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
@@ -322,9 +316,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       forces are explicit, as in MuJoCo's Euler and RK4, while its implicit
       integrators also treat their velocity derivatives implicitly).
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
-      `friction` and `condim` (3, or 1: frictionless; a pair takes the larger, as in
-      MuJoCo), each with its own `Impedance` from its `solref` and `solimp` (as for
-      the limits; a pair mixes its two geoms' as MuJoCo does with equal `solmix`) and its `margin` (a pair acts
+      their three `friction` coefficients (sliding, torsional, rolling), `condim` (1,
+      3, 4 or 6; a pair takes the larger, as in MuJoCo) and `priority` (a pair of
+      different priorities takes the higher one's condim, friction and impedance),
+      each with its own `Impedance` from its `solref` (standard or direct) and
+      `solimp` (as for the limits; a pair of equal priorities mixes its two geoms' as
+      MuJoCo does with equal `solmix`) and its `margin` (a pair acts
       below the sum of its margins apart, as in MuJoCo 4, so a resting body hovers
       there; for the pairs whose separated distance is exact). A `gap` is refused.
     - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,
@@ -337,7 +334,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     constraints other than tendon and joint equalities (connect, weld, flex), flexes,
     plugins, mocap bodies, gravity compensation, stiffness and frictionloss of ball and
     free joints,
-    contact priorities, condim 4 and 6, unequal solmix, actuators on
+    unequal solmix, actuators on
     ball or free joints or through sites, slider-cranks or bodies, muscles
     and user activation dynamics, force ranges and the discrete integrator.
 

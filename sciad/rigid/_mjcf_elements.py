@@ -14,6 +14,7 @@ from .._core._geometry import _hamilton_np
 from ._activation import AbstractActivation, FilterActivation, IntegratorActivation
 from ._actuators import JointActuator, TendonActuator
 from ._geom import Geom
+from ._hfield import HeightField
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
@@ -71,7 +72,8 @@ def nonzero(x: Any) -> bool:
 def impedance_of(label: Labels, where: str, solref: Any, solimp: Any) -> Impedance | None:
     """The `Impedance` of a MuJoCo constraint's `solref` (τ, ζ) and `solimp` (d₀,
     d_max, width, midpoint, power), one to one (the step clamps τ ≥ 2·timestep, as
-    MuJoCo's `refsafe`). A negative `solref` (direct stiffness and damping) is
+    MuJoCo's `refsafe`), or of the direct `solref` (−stiffness, −damping). A `solref`
+    mixing the two formats (which MuJoCo replaces by its default, with a warning) is
     reported to `label.block` for the element `where`, and `None` stands in while the
     conversion goes on."""
     try:
@@ -284,13 +286,15 @@ def _body_filtered(m: Any, b1: int, b2: int, excluded: set[frozenset[int]]) -> b
 
 
 def _geoms_match(m: Any, g1: int, g2: int, plane: int) -> bool:
-    """MuJoCo's geom-level filters: the contype/conaffinity bitmasks; no plane–plane."""
+    """MuJoCo's geom-level filters: the contype/conaffinity bitmasks; no pair of planes
+    and height fields (MuJoCo has no collision function for them; the height field's
+    type is the plane's + 1)."""
     if not (
         (m.geom_contype[g1] & m.geom_conaffinity[g2])
         or (m.geom_contype[g2] & m.geom_conaffinity[g1])
     ):
         return False
-    return not (m.geom_type[g1] == plane and m.geom_type[g2] == plane)
+    return not (m.geom_type[g1] <= plane + 1 and m.geom_type[g2] <= plane + 1)
 
 
 def _mujoco_pairs(m: Any, excluded: set[frozenset[int]], plane: int) -> set[tuple[int, int]]:
@@ -304,7 +308,23 @@ def _mujoco_pairs(m: Any, excluded: set[frozenset[int]], plane: int) -> set[tupl
     }
 
 
-def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape | None:
+def _height_field(m: Any, g: int, pairs: set[tuple[int, int]]) -> HeightField:
+    """Geom g's height field, MuJoCo's `hfield_data` and `hfield_size`, its window
+    wide enough for every geom it collides with (MuJoCo's `geom_rbound`)."""
+    h = int(m.geom_dataid[g])
+    nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
+    adr = int(m.hfield_adr[h])
+    data = np.asarray(m.hfield_data[adr : adr + nrow * ncol], np.float64).reshape(nrow, ncol)
+    size = np.asarray(m.hfield_size[h], np.float64)
+    field = HeightField(data, size, window=1)
+    partners = [b if a == g else a for a, b in pairs if g in (a, b)]
+    need = max([field.cells_needed(float(m.geom_rbound[o])) for o in partners], default=1)
+    return HeightField(data, size, window=min(need, nrow - 1, ncol - 1))
+
+
+def _shape(
+    m: Any, mujoco: Any, label: Labels, g: int, pairs: set[tuple[int, int]]
+) -> AbstractShape | None:
     G = mujoco.mjtGeom
     t, size = int(m.geom_type[g]), np.asarray(m.geom_size[g], dtype=np.float64)
     if t == int(G.mjGEOM_PLANE):
@@ -319,11 +339,13 @@ def _shape(m: Any, mujoco: Any, label: Labels, g: int) -> AbstractShape | None:
         return Box(size)
     if t == int(G.mjGEOM_ELLIPSOID):
         return Ellipsoid(size)
+    if t == int(G.mjGEOM_HFIELD):
+        return _height_field(m, g, pairs)
     kind = mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower()
     label.block(
-        f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, spheres, "
-        'capsules, ellipsoids, boxes and cylinders can); make it visual-only with contype="0" '
-        'conaffinity="0", or replace it by primitives.'
+        f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, height "
+        "fields, spheres, capsules, ellipsoids, boxes and cylinders can); make it "
+        'visual-only with contype="0" conaffinity="0", or replace it by primitives.'
     )
     return None
 
@@ -370,7 +392,7 @@ def convert_geoms(
     geoms = []
     for g in ids:
         where = label("geom", g)
-        shape = _shape(m, mujoco, label, g)
+        shape = _shape(m, mujoco, label, g, pairs)
         imp = impedance_of(label, where, m.geom_solref[g], m.geom_solimp[g])
         if m.geom_gap[g] != 0:
             label.block(f"{where}: a contact gap (inactive contacts) is not supported.")
@@ -379,34 +401,30 @@ def convert_geoms(
                 f"{where}: solmix {m.geom_solmix[g]} differs from {label('geom', ids[0])}'s "
                 f"{m.geom_solmix[ids[0]]}; sciad mixes a pair's solref and solimp equally."
             )
-        if m.geom_priority[g] != 0:
-            label.block(f"{where}: contact priority is not supported (pairs use the maxima).")
-        if m.geom_condim[g] not in (1, 3):
-            label.block(
-                f"{where}: condim={m.geom_condim[g]} (torsional or rolling friction) is not "
-                "supported; use condim 3 (sliding friction) or 1 (frictionless)."
-            )
         if nonzero(m.geom_adhesion[g]) or nonzero(m.geom_surfacevel[g]):
             label.block(f"{where}: adhesion and surface velocity are not supported.")
         if shape is None:
             continue
         b = int(m.geom_bodyid[g])
         pos, quat = compose(frame[b], np.asarray(m.geom_pos[g]), np.asarray(m.geom_quat[g]))
-        friction = float(m.geom_friction[g][0])
+        slide, spin, roll = (float(x) for x in m.geom_friction[g])
         geoms.append(
             Geom(
                 shape,
                 body=owner[b],
                 pos=pos,
                 quat=quat,
-                friction=friction,
+                friction=slide,
+                torsional_friction=spin,
+                rolling_friction=roll,
                 restitution=0.0,
                 contype=int(m.geom_contype[g]),
                 conaffinity=int(m.geom_conaffinity[g]),
                 name=label.name("geom", g) or f"geom{g}",
                 impedance=imp,
                 margin=float(m.geom_margin[g]),
-                condim=int(m.geom_condim[g]) if m.geom_condim[g] in (1, 3) else 3,
+                condim=int(m.geom_condim[g]),
+                priority=int(m.geom_priority[g]),
             )
         )
     # Body pairs that MuJoCo's filters keep apart (welds, parents' weld groups,

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._core._geometry import cross, safe_norm
 from ._convex import convex_contact, multiccd_contacts
+from ._hfield import HeightField, hfield_points
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 
 # ---------------------------------------------------------------------------------------
@@ -477,9 +478,24 @@ def _multiccd(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(*multiccd_contacts(sa, ra, pa, sb, rb, pb))
 
 
+def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
+    """2 window² points per pair, batched over the pairs (`BATCHED`): convex shapes
+    against the prisms of a height field's cells under them (`_hfield.hfield_points`),
+    each by the general convex collision, as MuJoCo's `mjc_ConvexHField`."""
+    return _Points(*hfield_points(sa, ra, pa, sb, rb, pb, convex_contact))
+
+
+# Collision functions that take a batch of pairs themselves (the others are vmapped).
+BATCHED = {_hfield}
+
+
 # Pair kinds: the first shape type sorts first in this order.
-_ORDER = (Plane, Sphere, Capsule, Ellipsoid, Box, Cylinder)
-_COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
+_ORDER = (Plane, HeightField, Sphere, Capsule, Ellipsoid, Box, Cylinder)
+# Pair kinds without a collision function in MuJoCo either (no contacts, no error).
+NEVER_COLLIDE = {(Plane, Plane), (Plane, HeightField), (HeightField, HeightField)}
+# Points per pair set by the first shape (None in `_COLLIDE`): a height field's window.
+_HFIELD_CONVEX = (Sphere, Capsule, Ellipsoid, Cylinder)
+_COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Plane, Sphere): (_plane_sphere, 1),
     (Plane, Capsule): (_plane_capsule, 2),
     (Plane, Box): (_plane_box, 8),
@@ -500,12 +516,20 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int]] = {
     (Capsule, Cylinder): (_multiccd, 5),
     (Box, Cylinder): (_multiccd, 5),
     (Cylinder, Cylinder): (_multiccd, 5),
+    **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.
 _CONVEX_EXACT_APART = {
     k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex, _multiccd)
 }
+
+
+def points_per_pair(kinds: tuple[type, type], first: AbstractShape) -> tuple[Callable, int]:
+    """The collision function of a pair kind and its points per pair (static): the
+    table's, or, against a height field `first`, 2 window²."""
+    fn, k = _COLLIDE[kinds]
+    return fn, 2 * first.window**2 if k is None else k  # pyright: ignore
 
 
 def _kind(shape: AbstractShape) -> type:

@@ -78,8 +78,7 @@ def constrained_velocity(
             rows = scalar_rows(block, v, factor * diag[idx], dt)
             parts.append(rows._replace(inv_r=rows.inv_r * c.weight[idx]))
         else:
-            u_ref, inv_r = contact_terms(c, jac, diag, v, dt)
-            cone = (jac, u_ref, inv_r, c.friction)
+            cone = contact_terms(c, jac, diag, v, dt, mb.contact.impratio)
     for b in blocks:
         if b.diagonal is not None:
             diag = b.diagonal

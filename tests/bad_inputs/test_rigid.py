@@ -697,19 +697,22 @@ VALIDATION_CASES = [
         "rigid impedance time constant negative",
         lambda: rigid.Impedance(time_constant=-0.01),
         ValueError,
-        r"Impedance.time_constant must be finite and > 0; got -0.01",
+        r"Impedance.time_constant and Impedance.damping_ratio must both be > 0 \(time "
+        r"constant and damping ratio\) or both <= 0 \(MuJoCo's direct format: -stiffness "
+        r"and -damping\); got \(-0.01, 1.0\)",
     ),
     (
         "rigid impedance time constant nan",
         lambda: rigid.Impedance(time_constant=NAN),
         ValueError,
-        r"Impedance.time_constant must be finite and > 0; got nan",
+        r"Impedance.time_constant must be finite",
     ),
     (
         "rigid impedance damping ratio zero",
         lambda: rigid.Impedance(damping_ratio=0.0),
         ValueError,
-        r"Impedance.damping_ratio must be finite and > 0; got 0.0",
+        r"Impedance.time_constant and Impedance.damping_ratio must both be > 0 .* got "
+        r"\(0.02, 0.0\)",
     ),
     (
         "rigid impedance d0 one",
@@ -736,10 +739,47 @@ VALIDATION_CASES = [
         r"Impedance.power must lie in \[1.0, inf\]; got 0.5",
     ),
     (
-        "rigid impedance solref direct",
-        lambda: rigid.Impedance.from_mujoco((-100.0, -10.0), (0.9, 0.95, 0.001, 0.5, 2)),
+        "rigid impedance solref mixed formats",
+        lambda: rigid.Impedance.from_mujoco((-100.0, 10.0), (0.9, 0.95, 0.001, 0.5, 2)),
         ValueError,
-        r"solref \(-100.0, -10.0\) with direct stiffness and damping",
+        r"solref \(-100.0, 10.0\) mixes the standard format \(positive: time constant "
+        r"and damping ratio\) and the direct one",
+    ),
+    (
+        "rigid impedance direct stiffness negative",
+        lambda: rigid.Impedance.direct(stiffness=-1.0, damping=10.0),
+        ValueError,
+        r"Impedance.direct stiffness must be finite and >= 0; got -1.0",
+    ),
+    (
+        "rigid geom condim 5",
+        lambda: rigid.Geom(rigid.Sphere(0.1), condim=5, name="ball"),
+        ValueError,
+        r"Geom 'ball' condim must be one of \(1, 3, 4, 6\); got 5",
+    ),
+    (
+        "rigid geom condim 2",
+        lambda: rigid.Geom(rigid.Sphere(0.1), condim=2, name="ball"),
+        ValueError,
+        r"Geom 'ball' condim must be one of \(1, 3, 4, 6\); got 2",
+    ),
+    (
+        "rigid geom torsional friction negative",
+        lambda: rigid.Geom(rigid.Sphere(0.1), torsional_friction=-0.1, name="ball"),
+        ValueError,
+        r"Geom 'ball' torsional_friction must be finite and >= 0; got -0.1",
+    ),
+    (
+        "rigid geom rolling friction vector",
+        lambda: rigid.Geom(rigid.Sphere(0.1), rolling_friction=jnp.ones(2), name="ball"),
+        ValueError,
+        r"Geom 'ball' rolling_friction must be",
+    ),
+    (
+        "rigid geom priority float",
+        lambda: rigid.Geom(rigid.Sphere(0.1), priority=1.5, name="ball"),
+        TypeError,
+        r"Geom 'ball' priority must be an int; got 1.5",
     ),
     (
         "rigid inverse weights two-dimensional",
@@ -764,12 +804,6 @@ VALIDATION_CASES = [
         lambda: rigid.ContactModel(cone="round"),
         ValueError,
         r"ContactModel.cone must be 'elliptic' or 'pyramidal'; got 'round'",
-    ),
-    (
-        "rigid contact impratio elliptic",
-        lambda: rigid.ContactModel(impratio=10.0),
-        ValueError,
-        r"ContactModel.impratio must be 1 with the elliptic cone",
     ),
     (
         "rigid contact impratio negative",

@@ -1124,11 +1124,12 @@ def test_pair_friction_follows_condim_as_mujoco():
     c = model.contacts(model.default_state()[0])
     by_pair = {
         tuple(sorted((int(a), int(b)))): float(mu)
-        for a, b, mu in zip(c.body_a, c.body_b, np.asarray(c.friction), strict=True)
+        for a, b, mu in zip(c.body_a, c.body_b, np.asarray(c.friction[:, 0]), strict=True)
     }
     assert by_pair == {(-1, 0): 2.0, (-1, 1): 1.0, (0, 1): 0.0}
-    with pytest.raises(ValueError, match="condim must be one of"):
-        rigid.Geom(rigid.Sphere(0.1), condim=4)
+    assert c.dim.tolist() == [3, 3, 1] and c.frictional.tolist() == [True, True, False]
+    with pytest.raises(ValueError, match=r"Geom 'g' condim must be one of \(1, 3, 4, 6\); got 5"):
+        rigid.Geom(rigid.Sphere(0.1), condim=5, name="g")
 
 
 def test_a_contact_no_dof_can_move_along_its_normal_is_dropped_not_nan():

@@ -516,14 +516,6 @@ UNSUPPORTED = {
         ),
         r"MJCF geom 'rock': mesh geoms cannot collide",
     ),
-    "hfield geom": (
-        _world(
-            '<geom name="terrain" type="hfield" hfield="h"/>'
-            '<body name="b" pos="0 0 1"><freejoint/><geom size="0.1"/></body>',
-            '<asset><hfield name="h" nrow="2" ncol="2" size="1 1 0.1 0.1"/></asset>',
-        ),
-        r"MJCF geom 'terrain': hfield geoms cannot collide",
-    ),
     "explicit pair": (
         _world(
             '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
@@ -532,12 +524,12 @@ UNSUPPORTED = {
         ),
         r"MJCF pair #0 \(unnamed\) \(geoms 'floor' and 'ball'\): explicit",
     ),
-    "geom solref": (
+    "geom solref mixed": (
         _world(
             '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
-            '<freejoint/><geom name="ball" size="0.1" solref="-1000 -10"/></body>'
+            '<freejoint/><geom name="ball" size="0.1" solref="-1000 10"/></body>'
         ),
-        r"MJCF geom 'ball': solref \(-1000.0, -10.0\) with direct stiffness and damping",
+        r"MJCF geom 'ball': solref \(-1000.0, 10.0\) mixes the standard format",
     ),
     "geom solmix": (
         _world(
@@ -546,12 +538,14 @@ UNSUPPORTED = {
         ),
         r"MJCF geom 'ball': solmix 1.0 differs from MJCF geom 'floor'",
     ),
-    "geom condim": (
+    "box on a height field": (
         _world(
-            '<geom name="floor" type="plane" size="1 1 1" condim="6"/>'
-            '<body name="b" pos="0 0 1"><freejoint/><geom name="ball" size="0.1"/></body>'
+            '<geom name="terrain" type="hfield" hfield="h"/><body name="b" pos="0 0 1">'
+            '<freejoint/><geom name="cube" type="box" size="0.1 0.1 0.1"/></body>',
+            '<asset><hfield name="h" nrow="3" ncol="3" size="1 1 0.1 0.1"/></asset>',
         ),
-        r"MJCF geom 'floor': condim=6 \(torsional or rolling friction\)",
+        r"no collision function for geom 'terrain' \(HeightField on the world\) against "
+        r"geom 'cube' \(Box on body 'b'\)",
     ),
     "geom margin on a box pair": (
         _world(
@@ -683,7 +677,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     xml = _world(
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
-        '<geom name="g" size="0.1" solref="-1 -1"/></body>',
+        '<geom name="g" size="0.1" solref="-1 1"/></body>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'
         '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>',
@@ -697,7 +691,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         "MJCF body 'b': gravity compensation",
         "MJCF equality 'eq': equality constraints (connect) are not supported",
         "MJCF actuator 'm': forcerange",
-        "MJCF geom 'g': solref (-1.0, -1.0) with direct stiffness",
+        "MJCF geom 'g': solref (-1.0, 1.0) mixes the standard format",
     ):
         assert part in msg, part
 
