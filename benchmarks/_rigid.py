@@ -374,7 +374,10 @@ class MjxEngine:
 
         def one(qp, qv, u):
             d = mjx.make_data(mx).replace(qpos=qp, qvel=qv, ctrl=u)
-            return jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=steps)[0].qpos
+            return jax.lax.scan(lambda d, _: (step(d), None), d, None, length=steps)[0].qpos
+
+        def step(d):  # MJX turns some int32 fields of a tendon model to int64 under x64
+            return jax.tree.map(lambda new, old: new.astype(old.dtype), mjx.step(mx, d), d)
 
         args = tuple(jnp.asarray(a) for a in (qpos, qvel, ctrl))
         self.compiled, self.compile_s = _aot(jax.vmap(one), *args)
