@@ -155,23 +155,28 @@ def find_contacts(
     body_pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype)])[gb]
     wrot = body_rot @ grot
     wpos = body_pos + jnp.einsum("gij,gj->gi", body_rot, gpos)
+    # Every geom's parameters stacked once and gathered per pair with static indices,
+    # so the traced program does not grow with the number of pairs.
+    shapes = _stacked_shapes(geoms)
+    friction = jnp.stack([g.friction for g in geoms]).astype(dtype)
+    restitution = jnp.stack([g.restitution for g in geoms]).astype(dtype)
+    margins = jnp.stack([g.margin for g in geoms])
+    own = np.asarray([g.impedance is not None for g in geoms])
+    default = model.impedance.stacked()
+    impedances = jnp.stack(
+        [default if g.impedance is None else g.impedance.stacked() for g in geoms]
+    )
     parts = []
     for fn, k, ia, ib in _pair_groups(geoms, pairs):
-        sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
-        sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
-        pts = jax.vmap(fn)(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        pts = jax.vmap(fn)(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
-        fa = jnp.stack([geoms[i].friction for i in ia]).astype(dtype)
-        fb = jnp.stack([geoms[i].friction for i in ib]).astype(dtype)
-        ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
-        eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
-        imp, margin = (
-            jnp.stack(x).astype(dtype)
-            for x in zip(
-                *(_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)),
-                strict=True,
-            )
-        )
+        fa, fb, ea, eb = friction[ia], friction[ib], restitution[ia], restitution[ib]
+        # The model's impedance when neither geom sets its own, else the mean of the
+        # two (the model's standing in for a geom without one), as MuJoCo mixes solref
+        # and solimp with equal `solmix`; the margins add up.
+        mixed = mix(impedances[ia], impedances[ib])
+        imp = jnp.where((own[ia] | own[ib])[:, None], mixed, default[None]).astype(dtype)
+        margin = (margins[ia] + margins[ib]).astype(dtype)
         frictional = _pair_frictional(geoms, ia, ib)
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
@@ -239,14 +244,23 @@ def _pair_frictional(geoms: Sequence[Geom], ia: np.ndarray, ib: np.ndarray) -> n
     )
 
 
-def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array]:
-    """A pair's stacked impedance and margin (see `Geom`): the model's impedance when
-    neither geom sets its own, else the mean of the two (the model's standing in for
-    a geom without one), as MuJoCo mixes solref and solimp with equal `solmix`."""
-    if a.impedance is None and b.impedance is None:
-        return model.impedance.stacked(), a.margin + b.margin
-    own = [(model.impedance if g.impedance is None else g.impedance).stacked() for g in (a, b)]
-    return mix(*own), a.margin + b.margin
+def _stacked_shapes(geoms: Sequence[Geom]) -> Callable[[np.ndarray], Anything]:
+    """The geoms' shapes stacked once per pytree structure: a function of static geom
+    indices (all of one structure) giving their shapes batched, by a gather."""
+    groups: dict[Anything, list[int]] = {}
+    for i, g in enumerate(geoms):
+        groups.setdefault(jax.tree.structure(g.shape), []).append(i)
+    slot = np.zeros(len(geoms), np.int64)
+    stacks = {}
+    for struct, idx in groups.items():
+        slot[idx] = np.arange(len(idx))
+        stacks[struct] = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in idx])
+
+    def shapes(idx: np.ndarray) -> Anything:
+        stack = stacks[jax.tree.structure(geoms[idx[0]].shape)]
+        return jax.tree.map(lambda x: x[slot[idx]], stack)
+
+    return shapes
 
 
 # A contact deeper than this fraction of the smaller geom's inradius when a run starts
