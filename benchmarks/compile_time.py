@@ -18,8 +18,16 @@ Cases (the calls of `python -m sciad demo` and notebooks 01-04):
 - `rigid_grad`: `jit(grad)` of where the demo's thrown box comes to rest (448 steps,
   every contact solved and differentiated) with respect to its launch speed.
 
+`--mjcf FILE ...` instead times MuJoCo models loaded with `sciad.rigid.load_mjcf` (e.g.
+the real-model corpus in tests/.cache/real_models): for `simulate` over 10 steps
+(forward) and `jax.grad` of the final positions' squared norm with respect to the start
+velocity (gradient), `jax.jit(f).lower` (tracing) and `.compile()` (XLA) separately, in
+wall and CPU seconds (`time.process_time`, less sensitive to a loaded machine), with
+the number of jaxpr equations (nested jaxprs included) and the HLO text's size.
+
 Run:  .venv/bin/python benchmarks/compile_time.py           (all cases)
       .venv/bin/python benchmarks/compile_time.py --quick   (the ODE case; smoke test)
+      .venv/bin/python benchmarks/compile_time.py --mjcf tests/.cache/real_models/*/dm_control/suite/walker.xml
 """
 
 import argparse
@@ -85,6 +93,70 @@ print(json.dumps({"import": t_import, "first": t1 - t0, "second": t2 - t1}))
 """
 
 
+_MJCF_CHILD = """
+import json, sys, time
+import jax
+import jax.extend as jex
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp, sciad
+
+def count(jaxpr):
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += 1
+        for p in eqn.params.values():
+            for sub in p if isinstance(p, (list, tuple)) else (p,):
+                if isinstance(sub, jex.core.ClosedJaxpr):
+                    n += count(sub.jaxpr)
+                elif isinstance(sub, jex.core.Jaxpr):
+                    n += count(sub)
+    return n
+
+mj = sciad.rigid.load_mjcf(sys.argv[1])
+run = lambda y: sciad.simulate(mj.model, y, dt=mj.dt, n_steps=10, integrator=mj.integrator,
+                               throw=False)
+forward = lambda y: run(y).y1
+gradient = jax.grad(lambda dv: jnp.sum(run((mj.y0[0], mj.y0[1] + dv, *mj.y0[2:])).y1[0] ** 2))
+out = {}
+for name, f, x in (("forward", forward, mj.y0), ("gradient", gradient, jnp.zeros_like(mj.y0[1]))):
+    w0, c0 = time.perf_counter(), time.process_time()
+    lowered = jax.jit(f).lower(x)
+    w1, c1 = time.perf_counter(), time.process_time()
+    lowered.compile()
+    w2, c2 = time.perf_counter(), time.process_time()
+    out[name] = dict(lower=(w1 - w0, c1 - c0), compile=(w2 - w1, c2 - c1),
+                     eqns=count(jax.make_jaxpr(f)(x).jaxpr), hlo=len(lowered.as_text()))
+print(json.dumps(out))
+"""
+
+
+def time_mjcf(paths: list[str]) -> None:
+    """Lower and compile times of `simulate` and its gradient for MJCF files."""
+    env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
+    print(
+        f"{'model':<28} {'call':<9} {'lower s (cpu)':>14} {'compile s (cpu)':>16} "
+        f"{'eqns':>7} {'HLO kB':>7}"
+    )
+    for path in paths:
+        out = subprocess.run(
+            [sys.executable, "-c", _MJCF_CHILD, path],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr[-3000:])
+        name = f"{pathlib.Path(path).parent.name}/{pathlib.Path(path).stem}"[-28:]
+        for call, r in json.loads(out.stdout.strip().splitlines()[-1]).items():
+            (lw, lc), (cw, cc) = r["lower"], r["compile"]
+            print(
+                f"{name:<28} {call:<9} {lw:6.2f} ({lc:5.2f}) {cw:7.2f} ({cc:6.2f}) "
+                f"{r['eqns']:7d} {r['hlo'] / 1e3:7.0f}",
+                flush=True,
+            )
+
+
 def run_case(source: str, mode: str, cache: str) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
     out = subprocess.run(
@@ -103,10 +175,15 @@ def run_case(source: str, mode: str, cache: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the ODE case only")
+    parser.add_argument("--mjcf", nargs="+", metavar="FILE", help="time these MJCF models")
     args = parser.parse_args()
     import jax  # the machine line, as every benchmark prints it
 
     print(f"backend={jax.default_backend()} devices={len(jax.devices())} jax={jax.__version__}")
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.mjcf:
+        time_mjcf(args.mjcf)
+        return
     names = ["ode_grad"] if args.quick else list(CASES)
     print(
         f"{'case':<11} {'mode':<6} {'import s':>9} {'first call s':>13} {'second s':>9} {'≈ compile s':>12}"

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._core._types import Anything, FloatScalar, RealScalarLike
 from .._core._validate import as_float_array, check_positive, is_concrete
+from ._grouped import map_grouped
 from ._types import RangeLike, ScalarLike
 
 _MINVAL = 1e-15  # MuJoCo's mjMINVAL: the smallest time constant of a filter
@@ -173,14 +174,15 @@ def stateful(mb: Anything) -> list[int]:
 
 
 def activation_rate(mb: Anything, u: Array, act: Array) -> Array:
-    """act_dot (na,) for the clipped controls `u` (n_actuators,) of all actuators."""
-    idx = stateful(mb)
-    return jnp.stack([mb.actuators[i].activation.rate(u[i], act[k]) for k, i in enumerate(idx)])
+    """act_dot (na,) for the clipped controls `u` (n_actuators,) of all actuators (one
+    vectorised call per kind of activation)."""
+    idx = np.asarray(stateful(mb), np.int64)
+    return map_grouped(
+        [mb.actuators[i].activation for i in idx], lambda a, ui, x: a.rate(ui, x), u[idx], act
+    )
 
 
 def next_activation(mb: Anything, act: Array, act_dot: Array, dt: RealScalarLike) -> Array:
     """MuJoCo's `mj_nextActivation` for every state: advanced over `dt`, clamped."""
-    idx = stateful(mb)
-    return jnp.stack(
-        [mb.actuators[i].activation.next(act[k], act_dot[k], dt) for k, i in enumerate(idx)]
-    )
+    activations = [mb.actuators[i].activation for i in stateful(mb)]
+    return map_grouped(activations, lambda a, x, rate: a.next(x, rate, dt), act, act_dot)

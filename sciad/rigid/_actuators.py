@@ -1,6 +1,7 @@
 """Inputs to a multibody: control signals, joint actuators, applied wrenches."""
 
 import abc
+from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
@@ -23,6 +24,7 @@ from ._activation import (
     next_activation,
     stateful,
 )
+from ._grouped import assemble, grouped, stacked
 from ._types import RangeLike, ScalarLike
 
 
@@ -155,20 +157,23 @@ class AbstractActuator(eqx.Module):
     def target(self) -> str:
         """The name of what it drives: a body (its joint) or a tendon."""
 
+    @classmethod
     @abc.abstractmethod
+    def transmissions(
+        cls, actuators: Sequence[Anything], mb: Anything, q: Array, f: Anything
+    ) -> tuple[Array, Array]:
+        """The lengths ℓ (k,) and their Jacobians (k, nv) of `actuators` (k of them, all
+        of this class) in the `MultiBody` `mb` at configuration `q` with frames `f`
+        (MuJoCo's `actuator_length` and `actuator_moment`), in one vectorised pass."""
+
     def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
-        """The length ℓ and its Jacobian (nv,) in the `MultiBody` `mb` at configuration
-        `q` with frames `f` (MuJoCo's `actuator_length` and `actuator_moment`)."""
+        """The length ℓ and its Jacobian (nv,) of this actuator (see `transmissions`)."""
+        length, moment = type(self).transmissions((self,), mb, q, f)
+        return length[0], moment[0]
 
     def force(self, x: FloatScalar, length: FloatScalar, rate: FloatScalar) -> FloatScalar:
         """gain · x + bias_constant + bias_position · ℓ + bias_velocity · ℓ̇."""
-        dtype = length.dtype
-        return (
-            self.gain.astype(dtype) * x
-            + self.bias_constant.astype(dtype)
-            + self.bias_position.astype(dtype) * length
-            + self.bias_velocity.astype(dtype) * rate
-        )
+        return _affine([self], x, length, rate)[0]
 
     @classmethod
     def motor(
@@ -247,6 +252,17 @@ class AbstractActuator(eqx.Module):
         )
 
 
+def _affine(actuators: Sequence[Anything], x: Array, length: Array, rate: Array) -> Array:
+    """The actuators' forces gain · x + bias_constant + bias_position · ℓ +
+    bias_velocity · ℓ̇, with their parameters stacked (k,)."""
+    dtype = length.dtype
+    gain, constant, position, velocity = (
+        stacked(actuators, name, dtype)
+        for name in ("gain", "bias_constant", "bias_position", "bias_velocity")
+    )
+    return gain * x + constant + position * length + velocity * rate
+
+
 def _make(cls: Any, target: str, **kw: Any) -> Any:
     """`cls(target, **kw)` for the constructors of `AbstractActuator`."""
     return cls(target, **kw)
@@ -315,14 +331,20 @@ class JointActuator(AbstractActuator):
         """`joint`."""
         return self.joint
 
-    def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
-        """q and eᵢ of the dof (ℓ = 0 on a joint with more than one coordinate)."""
-        b = mb.body_index(self.joint)
+    @classmethod
+    def transmissions(
+        cls, actuators: Sequence[Anything], mb: Anything, q: Array, f: Anything
+    ) -> tuple[Array, Array]:
+        """q and eᵢ of each actuator's dof (ℓ = 0 on a joint with more than one
+        coordinate): a gather and a constant Jacobian."""
+        del f
         topo = mb.topology
-        one_dof = type(mb.joints[b]).nq == 1
-        length = q[topo.qadr[b]] if one_dof else jnp.zeros((), q.dtype)
-        moment = jnp.zeros(mb.nv, q.dtype).at[topo.dadr[b] + self.dof].set(1.0)
-        return length, moment
+        b = np.asarray([mb.body_index(a.joint) for a in actuators], np.int64)
+        one_dof = np.asarray([type(mb.joints[i]).nq == 1 for i in b])
+        length = jnp.where(one_dof, q[topo.qadr[b]], jnp.zeros((), q.dtype))
+        moment = np.zeros((len(b), mb.nv))
+        moment[np.arange(len(b)), topo.dadr[b] + np.asarray([a.dof for a in actuators])] = 1.0
+        return length, jnp.asarray(moment, q.dtype)
 
 
 class TendonActuator(AbstractActuator):
@@ -369,10 +391,15 @@ class TendonActuator(AbstractActuator):
         """`tendon`."""
         return self.tendon
 
-    def transmission(self, mb: Anything, q: Array, f: Anything) -> tuple[FloatScalar, Array]:
-        """The tendon's length and Jacobian (from the frames `f`)."""
+    @classmethod
+    def transmissions(
+        cls, actuators: Sequence[Anything], mb: Anything, q: Array, f: Anything
+    ) -> tuple[Array, Array]:
+        """The tendons' lengths and Jacobians (from the frames `f`)."""
+        del q
         length, jac = f.tendons
-        k = [t.name for t in mb.tendons].index(self.tendon)
+        names = [t.name for t in mb.tendons]
+        k = np.asarray([names.index(a.tendon) for a in actuators], np.int64)
         return length[k], jac[k]
 
 
@@ -384,10 +411,22 @@ def controls(mb: Anything, t: RealScalarLike, q: Array, v: Array) -> Array:
     `ctrl_range`s, shape (n_actuators,)."""
     acts = mb.actuators
     u = jnp.zeros(len(acts), v.dtype) if mb.control is None else mb.control(t, q, v)
-    inf = jnp.asarray(jnp.inf, v.dtype)
-    lo = jnp.stack([-inf if a.ctrl_range is None else a.ctrl_range[0] for a in acts])
-    hi = jnp.stack([inf if a.ctrl_range is None else a.ctrl_range[1] for a in acts])
-    return jnp.clip(u, lo.astype(v.dtype), hi.astype(v.dtype))
+    lo = jnp.full(len(acts), -jnp.inf, v.dtype)
+    hi = jnp.full(len(acts), jnp.inf, v.dtype)
+    ranged = np.asarray([i for i, a in enumerate(acts) if a.ctrl_range is not None], np.int64)
+    if ranged.size:
+        r = stacked([acts[i] for i in ranged], "ctrl_range", v.dtype)
+        lo, hi = lo.at[ranged].set(r[:, 0]), hi.at[ranged].set(r[:, 1])
+    return jnp.clip(u, lo, hi)
+
+
+def transmissions(mb: Anything, q: Array, f: Anything) -> tuple[Array, Array]:
+    """Every actuator's length (n_actuators,) and Jacobian (n_actuators, nv): one
+    vectorised call per actuator class."""
+    acts = mb.actuators
+    idx = grouped(acts, type)
+    parts = [type(acts[g[0]]).transmissions([acts[i] for i in g], mb, q, f) for g in idx]
+    return assemble(parts, idx)
 
 
 def actuator_force(
@@ -406,27 +445,24 @@ def actuator_force(
         return jnp.zeros_like(v)
     acts = mb.actuators
     u = controls(mb, t, q, v)
-    x = [u[i] for i in range(len(acts))]
-    idx = stateful(mb)
-    if idx:
+    x = u
+    idx = np.asarray(stateful(mb), np.int64)
+    if idx.size:
         if act is None:
             raise ValueError(
                 "this MultiBody's actuators have activation states: pass act (the state "
                 "is y = (q, v, act))."
             )
-        early = [acts[i].activation.early for i in idx]
-        nxt = act
-        if any(early):
+        early = np.asarray([acts[i].activation.early for i in idx])
+        state = act
+        if early.any():
             if dt is None:
                 raise ValueError(
                     "an actuator with early activation (actearly) needs the step: run "
                     "the model with SemiImplicitEuler or RKMK4."
                 )
             nxt = next_activation(mb, act, activation_rate(mb, u, act), dt)
-        for k, i in enumerate(idx):
-            x[i] = nxt[k] if early[k] else act[k]
-    out = [a.transmission(mb, q, f) for a in acts]
-    length = jnp.stack([ell for ell, _ in out])
-    moment = jnp.stack([j for _, j in out])
-    force = jnp.stack([a.force(x[i], length[i], moment[i] @ v) for i, a in enumerate(acts)])
-    return moment.T @ force
+            state = jnp.where(early, nxt, act)
+        x = u.at[idx].set(state)
+    length, moment = transmissions(mb, q, f)
+    return moment.T @ _affine(acts, x, length, moment @ v)

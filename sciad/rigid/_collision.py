@@ -193,18 +193,30 @@ def find_contacts(
     body_pos = jnp.concatenate([pos, jnp.zeros((1, 3), dtype)])[gb]
     wrot = body_rot @ grot
     wpos = body_pos + jnp.einsum("gij,gj->gi", body_rot, gpos)
+    # Every geom's parameters stacked once and gathered per pair with static indices,
+    # so the traced program does not grow with the number of pairs.
+    shapes = _stacked_shapes(geoms)
+    friction = jnp.stack(
+        [jnp.stack([g.friction, g.torsional_friction, g.rolling_friction]) for g in geoms]
+    ).astype(dtype)
+    priority = np.asarray([g.priority for g in geoms])
+    condim = np.asarray([g.condim for g in geoms], np.int64)
+    restitution = jnp.stack([g.restitution for g in geoms]).astype(dtype)
+    margins = jnp.stack([g.margin for g in geoms])
+    own = np.asarray([g.impedance is not None for g in geoms])
+    default = model.impedance.stacked()
+    impedances = jnp.stack(
+        [default if g.impedance is None else g.impedance.stacked() for g in geoms]
+    )
     parts = []
     for fn, k, ia, ib in _pair_groups(geoms, pairs):
-        sa = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ia])
-        sb = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in ib])
         batched = fn if fn in BATCHED else jax.vmap(fn)
-        pts = batched(sa, wrot[ia], wpos[ia], sb, wrot[ib], wpos[ib])
+        pts = batched(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
-        ea = jnp.stack([geoms[i].restitution for i in ia]).astype(dtype)
-        eb = jnp.stack([geoms[i].restitution for i in ib]).astype(dtype)
-        mats = [_pair_material(geoms[i], geoms[j], model) for i, j in zip(ia, ib, strict=True)]
-        imp, margin, fri = (jnp.stack([m[x] for m in mats]).astype(dtype) for x in range(3))
-        dims = np.asarray([m[3] for m in mats], np.int64)
+        ea, eb = restitution[ia], restitution[ib]
+        imp, fri, dims = _pair_material(ia, ib, priority, condim, friction, own, impedances)
+        imp = jnp.where((own[ia] | own[ib])[:, None], imp, default[None]).astype(dtype)
+        margin = (margins[ia] + margins[ib]).astype(dtype)
         fri = fri[:, np.asarray([0, 0, 1, 2, 2])] * jnp.asarray(dims > 1, dtype)[:, None]
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
@@ -264,21 +276,57 @@ def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> No
             )
 
 
-def _pair_material(a: Geom, b: Geom, model: ContactModel) -> tuple[Array, Array, Array, int]:
-    """A pair's stacked impedance, margin, friction (sliding, torsional, rolling) and
-    condim, as MuJoCo's `mj_contactParam`: the higher-priority geom's condim,
+def _pair_material(
+    ia: np.ndarray,
+    ib: np.ndarray,
+    priority: np.ndarray,
+    condim: np.ndarray,
+    friction: Array,
+    own: np.ndarray,
+    impedances: Array,
+) -> tuple[Array, Array, np.ndarray]:
+    """The pairs' impedances (P, 7), frictions (P, 3: sliding, torsional, rolling) and
+    condims (P,) as MuJoCo's `mj_contactParam`: the higher-priority geom's condim,
     impedance and friction when the priorities differ, else the larger condim and
     friction coefficients and the mixed impedance (`mix`: MuJoCo's with equal
-    `solmix`); the model's impedance stands in for a geom without its own. The
-    margins add up."""
-    imps = [(model.impedance if g.impedance is None else g.impedance).stacked() for g in (a, b)]
-    fris = [jnp.stack([g.friction, g.torsional_friction, g.rolling_friction]) for g in (a, b)]
-    margin = a.margin + b.margin
-    if a.priority != b.priority:
-        k = 0 if a.priority > b.priority else 1
-        return imps[k], margin, fris[k], (a, b)[k].condim
-    imp = imps[0] if a.impedance is None and b.impedance is None else mix(*imps)
-    return imp, margin, jnp.maximum(*fris), max(a.condim, b.condim)
+    `solmix`; where neither geom sets its own (`own`), the caller puts the model's).
+    From the geoms' static `priority` and `condim` and stacked `friction` (G, 3) and
+    `impedances` (G, 7), by gathers: the traced program does not grow with the
+    number of pairs."""
+    first, second = priority[ia] > priority[ib], priority[ib] > priority[ia]
+    dims = np.where(
+        first, condim[ia], np.where(second, condim[ib], np.maximum(condim[ia], condim[ib]))
+    )
+
+    def pick(x: Array, equal: Array) -> Array:
+        return jnp.where(first[:, None], x[ia], jnp.where(second[:, None], x[ib], equal))
+
+    fri = pick(friction, jnp.maximum(friction[ia], friction[ib]))
+    imp = pick(impedances, mix(impedances[ia], impedances[ib]))
+    return imp, fri, dims
+
+
+def _stacked_shapes(geoms: Sequence[Geom]) -> Callable[[np.ndarray], Anything]:
+    """The geoms' shapes stacked once per pytree structure and leaf shapes: a function
+    of static geom indices (all of one structure) giving their shapes batched, by a
+    gather."""
+
+    def key(g: Geom) -> Anything:
+        return jax.tree.structure(g.shape), tuple(np.shape(x) for x in jax.tree.leaves(g.shape))
+
+    groups: dict[Anything, list[int]] = {}
+    for i, g in enumerate(geoms):
+        groups.setdefault(key(g), []).append(i)
+    slot = np.zeros(len(geoms), np.int64)
+    stacks = {}
+    for k, idx in groups.items():
+        slot[idx] = np.arange(len(idx))
+        stacks[k] = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in idx])
+
+    def shapes(idx: np.ndarray) -> Anything:
+        return jax.tree.map(lambda x: x[slot[idx]], stacks[key(geoms[idx[0]])])
+
+    return shapes
 
 
 # A contact deeper than this fraction of the smaller geom's inradius when a run starts

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array
+from ._grouped import map_grouped
 from ._impedance import Impedance, RowBlock
 from ._tendons import stacked_impedances
 
@@ -325,22 +326,19 @@ def joint_friction_rows(mb: Anything, f: Anything) -> list[RowBlock]:
         return []
     dtype = f.subspace.dtype
     default = mb.contact.impedance
-    dofs, loss, imp = [], [], []
-    for b in bodies:
-        joint = mb.joints[b]
-        fl, p = joint.friction_loss(default)
-        for k in range(type(joint).nv):
-            dofs.append(int(mb.topology.dadr[b]) + k)
-            loss.append(jnp.asarray(fl, dtype))
-            imp.append(p.stacked())
-    d = np.asarray(dofs)
+    losses = [mb.joints[b].friction_loss(default) for b in bodies]
+    # One row per dof: each joint's loss and impedance repeated over its dofs.
+    counts = np.asarray([type(mb.joints[b]).nv for b in bodies])
+    per_row = np.repeat(np.arange(len(bodies)), counts)
+    d = np.concatenate([mb.topology.dadr[b] + np.arange(type(mb.joints[b]).nv) for b in bodies])
     w = mb.inverse_weights
-    bound = jnp.stack(loss)
+    bound = jnp.stack([jnp.asarray(fl, dtype) for fl, _ in losses])[per_row]
+    imp = map_grouped([p for _, p in losses], lambda x: x.stacked())[per_row]
     return [
         RowBlock(
             jnp.zeros(len(d), dtype),
-            jnp.zeros((len(d), mb.nv), dtype).at[np.arange(len(d)), d].set(1.0),
-            jnp.stack(imp).astype(dtype),
+            jnp.asarray(np.eye(mb.nv)[d], dtype),
+            imp.astype(dtype),
             None if w is None else w.dof[d].astype(dtype),
             -bound,
             bound,

@@ -17,6 +17,7 @@ from .._core._geometry import cross
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, check_scalar, is_concrete
 from ._actuators import TendonActuator
+from ._grouped import assemble, grouped, map_grouped, stacked
 from ._impedance import Impedance, RowBlock
 from ._types import RangeLike, ScalarLike, Vec3Like
 
@@ -97,9 +98,18 @@ class AbstractTendon(eqx.Module):
     def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
         """Raise a `ValueError` if the tendon does not fit the model's bodies."""
 
+    @classmethod
     @abc.abstractmethod
+    def stacked_kinematics(
+        cls, tendons: Sequence[Anything], mb: Anything, f: Anything, q: Array
+    ) -> tuple[Array, Array]:
+        """The lengths ℓ (k,) and Jacobians J (k, nv) of `tendons` (k of them, all of
+        this class) at configuration `q` with frames `f`, in one vectorised pass."""
+
     def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
         """The length ℓ and its Jacobian J (nv,) at configuration `q` with frames `f`."""
+        length, jac = type(self).stacked_kinematics((self,), mb, f, q)
+        return length[0], jac[0]
 
     @property
     def limited(self) -> bool:
@@ -219,15 +229,20 @@ class FixedTendon(AbstractTendon):
                     "a fixed tendon couples hinges and sliders (one coordinate each)."
                 )
 
-    def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
-        """ℓ = offset + Σ cᵢ qᵢ, J = Σ cᵢ eᵢ."""
+    @classmethod
+    def stacked_kinematics(
+        cls, tendons: Sequence[Anything], mb: Anything, f: Anything, q: Array
+    ) -> tuple[Array, Array]:
+        """ℓ = offset + Σ cᵢ qᵢ, J = Σ cᵢ eᵢ: every tendon's terms at once, summed
+        per tendon by a scatter with static indices."""
         del f
         topo = mb.topology
-        bodies = [mb.body_index(j) for j in self.joints]
-        coef = self.coef.astype(q.dtype)
-        length = self.offset.astype(q.dtype) + jnp.sum(coef * q[topo.qadr[bodies]])
-        jac = jnp.zeros(mb.nv, q.dtype).at[topo.dadr[bodies]].add(coef)
-        return length, jac
+        owner = np.concatenate([np.full(len(t.joints), k) for k, t in enumerate(tendons)])
+        bodies = np.asarray([mb.body_index(j) for t in tendons for j in t.joints], np.int64)
+        coef = jnp.concatenate([t.coef for t in tendons]).astype(q.dtype)
+        sums = jnp.zeros(len(tendons), q.dtype).at[owner].add(coef * q[topo.qadr[bodies]])
+        jac = jnp.zeros((len(tendons), mb.nv), q.dtype).at[owner, topo.dadr[bodies]].add(coef)
+        return stacked(tendons, "offset", q.dtype) + sums, jac
 
 
 class SpatialTendon(AbstractTendon):
@@ -312,26 +327,37 @@ class SpatialTendon(AbstractTendon):
             if b is not None and b not in index:
                 raise ValueError(f"SpatialTendon {self.name!r}: no body named {b!r}.")
 
-    def kinematics(self, mb: Anything, f: Anything, q: Array) -> tuple[FloatScalar, V]:
-        """The path's length and Jacobian (see the class)."""
+    @classmethod
+    def stacked_kinematics(
+        cls, tendons: Sequence[Anything], mb: Anything, f: Anything, q: Array
+    ) -> tuple[Array, Array]:
+        """The paths' lengths and Jacobians (see the class): every point and segment of
+        every path at once, summed per tendon by a scatter with static indices."""
         topo = mb.topology
-        idx = np.asarray([-1 if b is None else mb.body_index(b) for b in self.bodies])
+        idx = np.asarray([-1 if b is None else mb.body_index(b) for t in tendons for b in t.bodies])
+        # Segment s joins points first[s] and first[s] + 1 of the stacked paths.
+        sizes = np.asarray([len(t.bodies) for t in tendons])
+        starts = np.cumsum(sizes) - sizes
+        first = np.concatenate([s + np.arange(n - 1) for s, n in zip(starts, sizes, strict=True)])
+        owner = np.repeat(np.arange(len(tendons)), sizes - 1)
         moving = idx >= 0
         b = np.where(moving, idx, 0)
-        p = self.points.astype(q.dtype)
+        p = jnp.concatenate([t.points for t in tendons]).astype(q.dtype)
         x = jnp.where(moving[:, None], jnp.einsum("pij,pj->pi", f.rot[b], p) + f.pos[b], p)
         # Point Jacobians (P, nv, 3): dof k moves point x with lin_k + ω_k × x when
         # body(k) is the point's body or an ancestor of it.
         mask = jnp.asarray(topo.anc[b][:, topo.dof_body] & moving[:, None], q.dtype)
         s = f.subspace
         jp = mask[:, :, None] * (s[None, :, 3:] + cross(s[None, :, :3], x[:, None, :]))
-        d = x[1:] - x[:-1]
+        d = x[first + 1] - x[first]
         sq = jnp.sum(d * d, axis=-1)
         pos = sq > 0
         norm = jnp.sqrt(jnp.where(pos, sq, 1.0))  # a zero segment: no direction
         e = jnp.where(pos[:, None], d / norm[:, None], 0.0)
-        length = jnp.sum(jnp.where(pos, norm, 0.0))
-        jac = jnp.einsum("sc,skc->k", e, jp[1:] - jp[:-1])
+        zero = jnp.zeros(len(tendons), q.dtype)
+        length = zero.at[owner].add(jnp.where(pos, norm, 0.0))
+        jac_segments = jnp.einsum("sc,skc->sk", e, jp[first + 1] - jp[first])
+        jac = jnp.zeros((len(tendons), mb.nv), q.dtype).at[owner].add(jac_segments)
         return length, jac
 
 
@@ -382,12 +408,14 @@ def check_tendon_weights(mb: Anything) -> None:
 def tendon_kinematics(mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
     """The tendons' lengths (T,) and Jacobians (T, nv) (MuJoCo's `ten_length`,
     `ten_J`)."""
-    out = [t.kinematics(mb, f, q) for t in mb.tendons]
-    return jnp.stack([x for x, _ in out]), jnp.stack([j for _, j in out])
+    ts = mb.tendons
+    idx = grouped(ts, type)
+    parts = [type(ts[g[0]]).stacked_kinematics([ts[i] for i in g], mb, f, q) for g in idx]
+    return assemble(parts, idx)
 
 
 def _stacked(mb: Anything, name: str, dtype: Anything) -> Array:
-    return jnp.stack([jnp.asarray(getattr(t, name), dtype) for t in mb.tendons])
+    return stacked(mb.tendons, name, dtype)
 
 
 def _stretch(mb: Anything, length: Array) -> Array:
@@ -415,8 +443,12 @@ def tendon_energy(mb: Anything, f: Anything) -> FloatScalar:
 
 def stacked_impedances(mb: Anything, own: list[Impedance | None], dtype: Anything) -> Array:
     """The stacked impedances (K, 7): each row's own, or the model's default."""
-    default = mb.contact.impedance
-    return jnp.stack([(default if x is None else x).stacked() for x in own]).astype(dtype)
+    out = jnp.broadcast_to(mb.contact.impedance.stacked().astype(dtype), (len(own), 7))
+    given = np.asarray([i for i, x in enumerate(own) if x is not None], np.int64)
+    if given.size:
+        rows = map_grouped([own[i] for i in given], lambda x: x.stacked())
+        out = out.at[given].set(rows.astype(dtype))
+    return out
 
 
 def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
@@ -435,8 +467,8 @@ def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
     lim = np.asarray([i for i, t in enumerate(mb.tendons) if t.limited], np.int64)
     if lim.size:
         ts = [mb.tendons[i] for i in lim]
-        rng = jnp.stack([t.range.astype(dtype) for t in ts])
-        margin = jnp.stack([jnp.asarray(t.margin, dtype) for t in ts])
+        rng = stacked(ts, "range", dtype)
+        margin = stacked(ts, "margin", dtype)
         imp = stacked_impedances(mb, [t.limit_impedance for t in ts], dtype)
         r = jnp.concatenate([length[lim] - rng[:, 0], rng[:, 1] - length[lim]]) - jnp.tile(
             margin, 2
@@ -457,7 +489,7 @@ def tendon_rows(mb: Anything, f: Anything) -> list[RowBlock]:
     fr = np.asarray([i for i, t in enumerate(mb.tendons) if t.has_friction], np.int64)
     if fr.size:
         ts = [mb.tendons[i] for i in fr]
-        loss = jnp.stack([jnp.asarray(t.frictionloss, dtype) for t in ts])
+        loss = stacked(ts, "frictionloss", dtype)
         imp = stacked_impedances(mb, [t.friction_impedance for t in ts], dtype)
         blocks.append(
             RowBlock(
