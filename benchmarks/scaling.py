@@ -27,9 +27,11 @@ import argparse
 import json
 import os
 from pathlib import Path
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = Path(__file__).resolve().parent
@@ -79,6 +81,8 @@ def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
+        barrier = tempfile.mkdtemp(prefix="sciad-barrier-")  # where `together` meets
+        env["SCIAD_TEST_BARRIER"] = barrier
         procs = [
             subprocess.Popen(
                 base + ["--process", str(i), "--port", str(port)],
@@ -89,6 +93,8 @@ def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
             for i in range(processes)
         ]
     outs = [p.communicate()[0] for p in procs]
+    if processes > 1:
+        shutil.rmtree(barrier, ignore_errors=True)
     if any(p.returncode for p in procs):
         raise RuntimeError(f"a worker failed: {[p.returncode for p in procs]}")
     line = [ln for o in outs for ln in o.splitlines() if ln.startswith("RESULT ")][0]
