@@ -7,10 +7,19 @@ Not a benchmark itself. Every script in this folder imports it as a sibling modu
 from collections.abc import Callable
 import os
 import platform
+import sys
 import time
 from typing import Any
 
-import jax
+# A `--quick` run is a smoke test whose timings are not figures: compile with XLA's
+# cheapest CPU code generation (compiles are most of a quick run). This must happen
+# before the backend starts; every script imports this module before using JAX, and
+# subprocesses inherit the environment.
+QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+if "--quick" in sys.argv:
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
+
+import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

@@ -177,9 +177,9 @@ def main() -> None:
     ap.add_argument("--no-jaxmd", action="store_true")
     a = ap.parse_args()
     n = a.n or (128 if a.quick else 256)
-    n_rep = a.replicas or (4 if a.quick else 16)
+    n_rep = a.replicas or (2 if a.quick else 16)
     steps = a.steps or (20 if a.quick else 1000)
-    warmup = a.warmup if a.warmup is not None else (20 if a.quick else 1000)
+    warmup = a.warmup if a.warmup is not None else (0 if a.quick else 1000)
     reps = a.repeats or (1 if a.quick else 3)
     kts = np.round(0.8 + 0.1 * np.arange(n_rep), 6)
 

@@ -29,6 +29,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from _common import machine  # noqa: E402
 import diffrax  # noqa: E402
 import equinox as eqx  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -183,6 +184,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; load {os.getloadavg()[0]:.2f}; jax {jax.__version__}, "
         f"diffrax {diffrax.__version__}"
     )
+    print(machine())
     rows: list[tuple[str, float, str, dict]] = []
     for key in a.problems:
         p = PROBLEMS[key]
