@@ -43,9 +43,9 @@ def main() -> None:
     ap.add_argument("--scipy-n", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=None)
     a = ap.parse_args()
-    batch = a.batch or (200 if a.quick else 10_000)
-    n_scipy = a.scipy_n or (5 if a.quick else 100)
-    reps = a.repeats or (3 if a.quick else 10)
+    batch = a.batch or (20 if a.quick else 10_000)
+    n_scipy = a.scipy_n or (2 if a.quick else 100)
+    reps = a.repeats or (1 if a.quick else 10)
 
     print(machine())
     model = sciad.ode.LotkaVolterra()

@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--chain-memory", type=int, default=64 * 2**20)
     a = ap.parse_args()
-    reps = a.repeats or (3 if a.quick else 9)
+    reps = a.repeats or (1 if a.quick else 9)
     print(machine())
     pendulum(2_000 if a.quick else 100_000, reps, 2**20)
     chain(100 if a.quick else 1000, 2_000 if a.quick else 100_000, reps, a.chain_memory)

@@ -61,8 +61,8 @@ def main() -> None:
     ap.add_argument("--dt", type=float, default=0.02, help="Yoshida4 step size")
     ap.add_argument("--repeats", type=int, default=None)
     a = ap.parse_args()
-    n = a.steps or (5_000 if a.quick else 100_000)
-    reps = a.repeats or (3 if a.quick else 7)
+    n = a.steps or (1_000 if a.quick else 100_000)
+    reps = a.repeats or (1 if a.quick else 7)
     dt = a.dt
     T = n * dt
     evals = 3 * n

@@ -254,7 +254,7 @@ def main() -> None:
     skins = a.skins or ([0.3] if a.quick else [0.2, 0.3, 0.4, 0.5])
     jskins = a.jaxmd_skins or ([0.3] if a.quick else [0.3, 0.5])
     reps = a.repeats or (1 if a.quick else 3)
-    cost_reps = 2 if a.quick else 10
+    cost_reps = 1 if a.quick else 10
     warmup = a.warmup if a.warmup is not None else (20 if a.quick else 1000)
 
     print(machine())
