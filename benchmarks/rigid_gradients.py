@@ -234,9 +234,9 @@ def _box_gradients(box: "SciadProblem", xml: str, steps: int, anchors) -> dict:
     def sc_f(vx, mu, steps):
         return box.f(jnp.zeros(6, vx.dtype).at[0].set(vx), mu, steps)
 
-    x = _value(sc_f, steps)
     fwd = jax.jit(lambda a, b: sc_f(a, b, steps))
     h, vx0, mu = 1e-5, jnp.asarray(VX0), jnp.asarray(MU)
+    x = float(fwd(vx0, mu))
     fd_vx = (float(fwd(vx0 + h, mu)) - float(fwd(vx0 - h, mu))) / (2 * h)
     fd_mu = (float(fwd(vx0, mu + h)) - float(fwd(vx0, mu - h))) / (2 * h)
     out = {

@@ -20,7 +20,7 @@ time, XLA's memory estimate of one chunk and the process's peak resident memory.
 
 Run:  .venv/bin/python benchmarks/scaling.py            (scaling)
       .venv/bin/python benchmarks/scaling.py --million  (10⁶ members)
-      .venv/bin/python benchmarks/scaling.py --quick    (smoke test: MD only, tiny)
+      .venv/bin/python benchmarks/scaling.py --quick    (smoke test: 1-2 pendulums)
 """
 
 import argparse
@@ -73,6 +73,10 @@ def worker(args) -> None:
 def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    if args.quick:
+        from _common import QUICK_XLA_FLAGS  # noqa: PLC0415
+
+        env["XLA_FLAGS"] += f" {QUICK_XLA_FLAGS}"
     base = [sys.executable, __file__, "--worker", "--repeats", str(args.repeats)]
     base += ["--ensembles", *args.ensembles, "--batch", *map(str, batch)]
     if processes == 1:
@@ -187,8 +191,8 @@ def main() -> None:
     parser.add_argument("--process", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.quick:  # the MD ensemble only, 2 and 4 members
-        args.ensembles, args.per_device, args.total, args.repeats = ["md"], 2, 4, 1
+    if args.quick:  # the cheapest ensemble (pendulums, the same code path), 1 and 2 members
+        args.ensembles, args.per_device, args.total, args.repeats = ["ode"], 1, 2, 1
     if args.worker:
         worker(args)
     elif args.million:
