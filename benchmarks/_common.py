@@ -12,9 +12,10 @@ import time
 from typing import Any
 
 # A `--quick` run is a smoke test whose timings are not figures: compile with XLA's
-# cheapest CPU code generation (compiles are most of a quick run). This must happen
-# before the backend starts; every script imports this module before using JAX, and
-# subprocesses inherit the environment.
+# cheapest CPU code generation (compiles are most of a quick run). XLA reads the flags
+# when the backend starts, so the scripts import this module before computing anything;
+# their subprocesses inherit the environment (compile_time.py's children, which time
+# compilation, do not import it).
 QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 if "--quick" in sys.argv:
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
