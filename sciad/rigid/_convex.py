@@ -1,6 +1,6 @@
 """General convex–convex collision from support points: GJK for the distance of
 separated shapes, EPA for the depth of penetrating ones, and MuJoCo's multi-point
-variant (multiccd), with a fixed number of iterations so that it jits and vmaps.
+variant (multiccd), as bounded `while` loops that stop when converged (jit and vmap).
 
 The signed distance of two convex shapes A and B is max over unit n of
 min_{b ∈ B} n·b − max_{a ∈ A} n·a: the distance of the Minkowski difference A − B from
