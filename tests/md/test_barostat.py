@@ -131,13 +131,21 @@ def _key_bits(state):
     )
 
 
+def _resumable(system, y0, npt, n):
+    """A run from an explicit initial state, saving the volume: the 100-step program is
+    shared by the resume and vmap tests (kept on one worker)."""
+    saveat = sciad.SaveAt(t1=True, fn=_volume)
+    return run(system, y0, npt, n, integrator_state=npt.init(system, 0.0, y0), saveat=saveat)
+
+
 @xfail_bitwise_on_gpu
+@pytest.mark.xdist_group("md-barostat-100")
 def test_resume_bit_for_bit_and_saved_box_is_current():
     system, y0 = small_npt()
     npt = npt_of(jax.random.key(7))
     kw = dict(saveat=sciad.SaveAt(t1=True, fn=_volume))
-    whole = run(system, y0, npt, 200, integrator_state=npt.init(system, 0.0, y0), **kw)
-    half = run(system, y0, npt, 100, integrator_state=npt.init(system, 0.0, y0), **kw)
+    whole = _resumable(system, y0, npt, 200)
+    half = _resumable(system, y0, npt, 100)
     rest = run(system, half.y1, npt, 100, t0=half.t1, integrator_state=half.integrator_state, **kw)
     assert tree_equal_bits(whole.y1, rest.y1)
     assert tree_equal_bits(_key_bits(whole.integrator_state), _key_bits(rest.integrator_state))
@@ -147,12 +155,14 @@ def test_resume_bit_for_bit_and_saved_box_is_current():
     assert float(npt.model_at(system, whole.integrator_state).space.volume()) == float(box.volume())
 
 
+@pytest.mark.xdist_group("md-barostat-100")
 def test_vmap_over_seeds():
     system, y0 = small_npt()
 
     def final_volume(key):
         npt = npt_of(key)
-        return npt.model_at(system, run(system, y0, npt, 100).integrator_state).space.volume()
+        traj = _resumable(system, y0, npt, 100)
+        return npt.model_at(system, traj.integrator_state).space.volume()
 
     keys = jax.random.split(jax.random.key(0), 3)
     batched = jax.vmap(final_volume)(keys)
@@ -312,7 +322,7 @@ def test_box_compressed_below_twice_the_cutoff_is_reported():
     before = run(system, y0, npt, crossed, throw=False)
     assert before.result == sciad.RESULTS.successful
     with pytest.raises(eqx.EquinoxRuntimeError, match="narrower than twice the interaction"):
-        run(system, y0, npt, 40)
+        run(system, y0, npt, 40, saveat=width)  # the program above, now raising
     builder = md.NeighborListBuilder.create(system.space, y0[0], cutoff=1.5, skin=0.2)
     listed = run(system, y0, md.NeighborListIntegrator(npt, builder), 40, throw=False)
     assert listed.result == sciad.RESULTS.box_too_small  # not reported as an overflow

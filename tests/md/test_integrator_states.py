@@ -53,8 +53,20 @@ def _cases():
     )
 
 
+# The neighbour-list case runs the 200 steps of `test_fields_hold_what_they_name`: one
+# compiled program for both tests (kept on one worker).
+NL_STEPS = 200
+
+
 @pytest.mark.parametrize(
-    "name", ["langevin", "brownian", "nose-hoover", "cell-rescaling", "neighbour-list"]
+    "name",
+    [
+        "langevin",
+        "brownian",
+        "nose-hoover",
+        "cell-rescaling",
+        pytest.param("neighbour-list", marks=pytest.mark.xdist_group("md-states-nl")),
+    ],
 )
 def test_state_is_a_named_module(name):
     """`init` and a run's final state are the integrator's named state type, with these
@@ -64,12 +76,14 @@ def test_state_is_a_named_module(name):
     state = integ.init(system, 0.0, y0)
     assert type(state) is kind and isinstance(state, eqx.Module)
     assert tuple(f.name for f in dataclasses.fields(state)) == fields
-    traj = sciad.simulate(system, y0, dt=0.005, n_steps=3, integrator=integ)
+    n_steps = NL_STEPS if name == "neighbour-list" else 3
+    traj = sciad.simulate(system, y0, dt=0.005, n_steps=n_steps, integrator=integ)
     assert type(traj.integrator_state) is kind
     if isinstance(integ, sciad.AbstractWrappedIntegrator):
         assert isinstance(state, sciad.AbstractWrappedState)
 
 
+@pytest.mark.xdist_group("md-states-nl")
 def test_fields_hold_what_they_name():
     """The named fields carry the quantities: a Langevin state's force is the system's
     force; a Nosé–Hoover state's `inner` is velocity Verlet's cached force; a
@@ -82,7 +96,7 @@ def test_fields_hold_what_they_name():
     assert np.array_equal(nhc.inner.force, system.force(0.0, y0[0]))
     assert nhc.eta.shape == nhc.p_eta.shape == (3,)
     integ = cases["neighbour-list"][0]
-    traj = sciad.simulate(system, y0, dt=0.005, n_steps=200, integrator=integ)
+    traj = sciad.simulate(system, y0, dt=0.005, n_steps=NL_STEPS, integrator=integ)
     assert int(traj.integrator_state.n_builds) == int(integ.rebuilds(traj.integrator_state)) > 0
 
 

@@ -55,6 +55,10 @@ def distances(q: jax.Array) -> jax.Array:
     return jnp.sqrt(jnp.sum((q[i] - q[j]) ** 2, axis=-1))
 
 
+# Jitted evaluations (one program per system shape, not many op-by-op compilations).
+_gradient = eqx.filter_jit(lambda system, q: jax.grad(system.potential_energy)(q))
+_potential = eqx.filter_jit(lambda system, q: system.potential_energy(q))
+
 # One solver object per use keeps the compiled programs cached across tests.
 FIRE_TIGHT = md.FIRE(atol=1e-10)
 BFGS_TIGHT = optx.BFGS(rtol=1e-10, atol=1e-10)
@@ -73,7 +77,7 @@ def test_lj_cluster_global_minimum(start, reference, solver):
     assert res.result == sciad.RESULTS.successful
     # The database quotes 6 decimals: agreement to its rounding.
     assert abs(float(res.energy) - reference) < 1e-6, float(res.energy)
-    grad = jax.grad(lj_cluster(len(q0)).potential_energy)(res.positions)
+    grad = _gradient(lj_cluster(len(q0)), res.positions)
     assert float(res.max_force) == pytest.approx(
         float(jnp.max(jnp.linalg.norm(grad, axis=1))), rel=1e-12
     )
@@ -167,7 +171,7 @@ def fcc_system(length) -> md.MDSystem:
 def test_fcc_lattice_stays_and_perturbed_returns():
     system = fcc_system(CELLS * A_FCC)
     lattice_q = FRAC * A_FCC
-    e_lattice = float(system.potential_energy(lattice_q))
+    e_lattice = float(_potential(system, lattice_q))
     # A perfect lattice has zero force by symmetry: the minimiser takes no step.
     still = md.minimize(system, lattice_q, solver=FIRE_TIGHT)
     assert int(still.num_steps) == 0
@@ -201,7 +205,7 @@ def test_fcc_box_derivative_by_implicit_differentiation():
     (dq, de) = jax.jacfwd(relaxed)(L0)
     expected = (FRAC - jnp.mean(FRAC, axis=0, keepdims=True)) / CELLS
     np.testing.assert_allclose(dq, expected, atol=1e-9)
-    de_lattice = jax.grad(lambda L: fcc_system(L).potential_energy(FRAC * L / CELLS))(L0)
+    de_lattice = jax.jit(jax.grad(lambda L: fcc_system(L).potential_energy(FRAC * L / CELLS)))(L0)
     assert float(de) == pytest.approx(float(de_lattice), rel=1e-9)
 
 
