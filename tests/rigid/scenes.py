@@ -2,6 +2,7 @@
 `sciad.rigid.from_mujoco` to cross-check against MuJoCo C)."""
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -155,3 +156,41 @@ def flat(softness: float, time_constant: float = 0.02) -> rigid.Impedance:
 
 # The softness of MuJoCo's hardest impedance, d = 0.9999 (mjMAXIMP).
 HARDEST = 1 / 0.9999 - 1
+
+
+# Compiled-program sharing for the gradient tests: each rigid program with contacts costs
+# tens of seconds of tracing and XLA compilation, so a test compiles one program that
+# yields both the value and the derivative, and takes its central differences from the
+# same program's values (same numbers as a separate value-only program would give).
+
+
+def _with_differences(program, xs, eps):
+    """`program(x) -> (value, derivative)` at each scalar of `xs`, with the central
+    difference of the values with step `eps`: a triple of floats per point, or the one
+    triple for one point."""
+
+    def at(s):
+        return program(jnp.asarray(s, dtype=jnp.float64))
+
+    out = []
+    for x in xs:
+        value, derivative = at(x)
+        fd = (float(at(x + eps)[0]) - float(at(x - eps)[0])) / (2 * eps)
+        out.append((float(value), float(derivative), fd))
+    return out[0] if len(xs) == 1 else out
+
+
+def value_grad_fd(f, *xs, eps):
+    """f's value and gradient at each scalar of `xs` from one compiled
+    `value_and_grad` program, and f's central difference with step `eps` from that
+    program's values: a (value, gradient, difference) triple per point (one triple
+    for one point)."""
+    return _with_differences(jax.jit(jax.value_and_grad(f)), xs, eps)
+
+
+def value_jvp_fd(f, *xs, eps):
+    """f's value and forward-mode derivative at each scalar of `xs` from one compiled
+    `jvp` program, and f's central difference with step `eps` from that program's
+    values: a (value, derivative, difference) triple per point (one triple for one
+    point)."""
+    return _with_differences(jax.jit(lambda s: jax.jvp(f, (s,), (jnp.ones_like(s),))), xs, eps)

@@ -144,8 +144,13 @@ def test_gradients_through_activations(integrator):
         return traj.y1[0][0] + 0.3 * traj.y1[2][1]
 
     p0 = (jnp.asarray(0.04), jnp.asarray(1.8), ctrl)
-    grad = jax.jit(jax.grad(final))(p0)
-    value = jax.jit(final)
+    # One compiled program gives the gradient and the values for the differences.
+    value_and_grad = jax.jit(jax.value_and_grad(final))
+    grad = value_and_grad(p0)[1]
+
+    def value(p):
+        return value_and_grad(p)[0]
+
     h = 1e-6
     flat, unravel = jax.flatten_util.ravel_pytree(p0)
     got = jax.flatten_util.ravel_pytree(grad)[0]

@@ -14,7 +14,7 @@ import sciad.rigid as rigid
 import sciad.rigid._narrowphase as rigid_narrowphase
 
 from ..helpers import central_fd
-from .scenes import flat, HARDEST
+from .scenes import flat, HARDEST, value_grad_fd, value_jvp_fd
 
 G = 9.81
 HALF = jnp.array([0.1, 0.1, 0.1])
@@ -390,16 +390,15 @@ def test_a_cube_turned_45_degrees_rests_on_a_cube():
 
     # Rocked about x from rest: the gradient of its final pose with respect to the
     # initial angular velocity (the patch's vertices move with the pose) is finite
-    # and matches central differences.
-    @jax.jit
+    # and matches central differences (of the same compiled program's values).
     def pose(wx):
         v = v0.at[3].set(wx)
         y1 = sciad.simulate(mb, (q0, v), dt=1e-3, n_steps=64).y1[0]
         return y1[2] + y1[4]
 
-    g = jax.grad(pose)(0.3)
+    _, g, fd = value_grad_fd(pose, 0.3, eps=1e-6)
     assert np.isfinite(g)
-    np.testing.assert_allclose(g, central_fd(pose, 0.3, eps=1e-6), rtol=1e-6)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
 
 
 def test_box_rests_crossed_on_a_box_edge():
@@ -415,14 +414,13 @@ def test_box_rests_crossed_on_a_box_edge():
 
     # Dropped onto the edge from 1 mm: the gradient of its height after the impact
     # with respect to the drop height is finite and matches finite differences.
-    @jax.jit
     def height(dz):
         q = q0.at[2].add(dz)
         return sciad.simulate(mb, (q, v0), dt=1e-3, n_steps=64).y1[0][2]
 
-    g = jax.grad(height)(0.001)
+    _, g, fd = value_grad_fd(height, 0.001, eps=1e-7)
     assert np.isfinite(g)
-    np.testing.assert_allclose(g, central_fd(height, 0.001, eps=1e-7), rtol=1e-5)
+    np.testing.assert_allclose(g, fd, rtol=1e-5)
 
 
 def test_capsule_box_against_mujoco_and_sampling():
@@ -491,13 +489,12 @@ def test_sphere_cylinder_against_mujoco():
     mb = rigid.MultiBody([ball], geoms=[cylinder, g])
     q0, v0 = mb.default_state()
 
-    @jax.jit
     def final_x(x0):
         return sciad.simulate(mb, (q0.at[0].set(x0), v0), dt=1e-3, n_steps=100).y1[0][0]
 
-    grad = jax.grad(final_x)(0.12)
+    _, grad, fd = value_grad_fd(final_x, 0.12, eps=1e-6)
     assert np.isfinite(grad) and grad > 1.0  # pushed outward from the rim
-    np.testing.assert_allclose(grad, central_fd(final_x, 0.12, eps=1e-6), rtol=1e-6)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
 
 
 @pytest.mark.parametrize("across", [False, True])
@@ -505,9 +502,9 @@ def test_capsule_rests_on_a_box(across):
     """A capsule lying on a box's top face rests on two points: its ends, or, lying
     across a narrower box, where it crosses the box's edges (the deepest point alone
     would balance it on one). It neither rotates nor slides over 0.5 s, sinks into
-    MuJoCo's soft contact by under 0.5 mm and is at rest from 0.2 s, and (across
-    the box) the gradient of its pose after being set rocking matches central
-    differences."""
+    MuJoCo's soft contact by under 0.5 mm and is at rest from 0.2 s. (Across the box,
+    the gradient of its pose after being set rocking is checked against central
+    differences by `test_capsule_rocking_gradient_when_saving_every_step`.)"""
     half = jnp.array([0.3, 0.06 if across else 0.3, 0.1])
     base = rigid.Geom(rigid.Box(half))
     capsule = rigid.Capsule(0.05, 0.2)
@@ -527,22 +524,12 @@ def test_capsule_rests_on_a_box(across):
     assert np.all(np.abs(q[:, 2] - float(q0[2])) < 5e-4)
     np.testing.assert_allclose(q[2:], np.tile(q[-1], (3, 1)), atol=1e-9)
     np.testing.assert_allclose(q[:, 3:], np.tile(np.asarray(q0[3:]), (5, 1)), atol=1e-9)
-    if not across:
-        return  # one gradient check (a compile of grad ∘ simulate) is enough
-
-    @jax.jit
-    def pose(wy):
-        y1 = sciad.simulate(mb, (q0, v0.at[4].set(wy)), dt=1e-3, n_steps=64).y1[0]
-        return y1[2] + y1[5]
-
-    g = jax.grad(pose)(0.5)
-    assert np.isfinite(g)
-    np.testing.assert_allclose(g, central_fd(pose, 0.5, eps=1e-6), rtol=1e-6)
 
 
 def test_capsule_rocking_gradient_when_saving_every_step():
-    """The capsule set rocking across the narrow box (as above), saving every step, so
-    that `CheckpointAdjoint` checkpoints and the backward pass recomputes the steps:
+    """The capsule resting across the narrow box (as above) set rocking, saving every
+    step, so that `CheckpointAdjoint` checkpoints and the backward pass recomputes the
+    steps: the gradient of its pose is finite and matches central differences, and
     reverse mode equals forward mode. It did not (0.012577 against 0.012041): the
     capsule's deepest point lies exactly where it leaves the top face, and whether
     the face or an edge was nearest there was decided by round-off, differently in
@@ -559,8 +546,11 @@ def test_capsule_rocking_gradient_when_saving_every_step():
         )
         return traj.ys[0][-1, 2] + traj.ys[0][-1, 5]
 
-    forward = jax.jvp(jax.jit(pose), (0.5,), (1.0,))[1]
-    np.testing.assert_allclose(jax.jit(jax.grad(pose))(0.5), forward, rtol=1e-10)
+    _, forward, fd = value_jvp_fd(pose, 0.5, eps=1e-6)
+    g = jax.jit(jax.grad(pose))(0.5)
+    assert np.isfinite(g)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    np.testing.assert_allclose(g, forward, rtol=1e-10)
 
 
 def test_capsule_capsule_contacts_equal_mujoco():
@@ -647,10 +637,9 @@ def test_capsule_pair_hands_over_to_its_end_points_smoothly():
         y = traj.ys[0][-1]
         return y[2] + y[4] + y[5] + y[6]
 
-    f = jax.jit(pose)
-    forward = jax.jvp(f, (0.5,), (1.0,))[1]
+    _, forward, fd = value_jvp_fd(pose, 0.5, eps=1e-6)
     np.testing.assert_allclose(jax.jit(jax.grad(pose))(0.5), forward, rtol=1e-10)
-    np.testing.assert_allclose(forward, central_fd(f, 0.5, eps=1e-6), rtol=1e-7)
+    np.testing.assert_allclose(forward, fd, rtol=1e-7)
 
 
 def test_aligned_boxes_gradient_when_saving_every_step():
@@ -672,8 +661,9 @@ def test_aligned_boxes_gradient_when_saving_every_step():
         return traj.ys[0][-1, 0] + traj.ys[0][-1, 2] + traj.ys[0][-1, 5]
 
     grad = jax.jit(jax.grad(pose))(0.5)
-    np.testing.assert_allclose(grad, jax.jvp(jax.jit(pose), (0.5,), (1.0,))[1], rtol=1e-10)
-    np.testing.assert_allclose(grad, central_fd(jax.jit(pose), 0.5, eps=1e-6), rtol=1e-6)
+    _, forward, fd = value_jvp_fd(pose, 0.5, eps=1e-6)
+    np.testing.assert_allclose(grad, forward, rtol=1e-10)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
 
 
 def test_pair_filtering_follows_mujoco():
@@ -771,8 +761,14 @@ def test_box_on_an_incline_accelerates_at_g_sin_minus_mu_cos():
 def test_box_rests_on_a_plane_within_a_millimetre_for_10_seconds(sliding_box):
     q0, v0 = sliding_box.default_state()
     q0 = q0.at[2].set(0.1005)  # dropped from 0.5 mm
-    traj = run(sliding_box, (q0, v0), 1e-3, 10_000, every=1000)
-    pos = np.asarray(traj.ys[0][:, :3])
+    # Ten runs of 1,000 steps, each from the last one's end (the state is (q, v): the
+    # same 10,000 steps), with the program `test_sliding_box_decelerates_at_mu_g_and_stops`
+    # compiled: the positions after every 1,000 steps.
+    y, pos = (q0, v0), []
+    for _ in range(10):
+        y = run(sliding_box, y, 1e-3, 1000).y1
+        pos.append(np.asarray(y[0][:3]))
+    pos = np.array(pos)
     assert np.max(np.linalg.norm(pos - pos[0] + np.array([0, 0, 0.0005]), axis=1)) < 1e-3
     # it settles at the soft contact's equilibrium depth and stays there
     assert np.max(np.abs(np.diff(pos[1:], axis=0))) < 1e-9
@@ -842,7 +838,6 @@ def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
     """d(final x)/d(initial vx, μ) through converged contact solves: reverse mode
     (checkpointed and direct) equals forward mode and central differences; the
     continuous law gives v/(μg) and −x/μ, approximately."""
-    f = jax.jit(lambda vx, mu: stop_x(box_on_plane(mu=mu), vx))
 
     def rev(adjoint):
         loss = lambda vx, mu: stop_x(box_on_plane(mu=mu), vx, adjoint=adjoint)  # noqa: E731
@@ -850,14 +845,23 @@ def test_sliding_gradient_reverse_forward_and_fd_agree(sliding_box):
 
     g = rev(sciad.CheckpointAdjoint())
     np.testing.assert_allclose(np.asarray(rev(sciad.DirectAdjoint())), np.asarray(g), rtol=1e-12)
-    fwd = jax.jvp(lambda vx: f(vx, 0.5), (1.0,), (1.0,))[1]
+
+    # One forward-mode program gives the value (for the differences) and d/dvx.
+    @jax.jit
+    def value_and_fwd(vx, mu):
+        return jax.jvp(lambda a: stop_x(box_on_plane(mu=mu), a), (vx,), (jnp.ones_like(vx),))
+
+    def f(vx, mu):
+        return float(value_and_fwd(jnp.asarray(vx), jnp.asarray(mu))[0])
+
+    fwd = value_and_fwd(jnp.asarray(1.0), jnp.asarray(0.5))[1]
     np.testing.assert_allclose(float(g[0]), float(fwd), rtol=1e-12)
     fd = central_fd(lambda p: f(p[0], p[1]), np.array([1.0, 0.5]), eps=1e-6)
     np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6)
     # stop distance ≈ v²/(2μg): d/dv ≈ v/(μg) = 0.204 (0.193: the soft contact's hops
     # and creep), d/dμ ≈ −x/μ
     np.testing.assert_allclose(float(g[0]), 1.0 / (0.5 * G), rtol=0.1)
-    np.testing.assert_allclose(float(g[1]), -float(f(1.0, 0.5)) / 0.5, rtol=0.1)
+    np.testing.assert_allclose(float(g[1]), -f(1.0, 0.5) / 0.5, rtol=0.1)
 
 
 @pytest.mark.slow
@@ -874,11 +878,8 @@ def test_gradients_finite_through_contact_onset_and_separation():
         )
         return jnp.max(traj.ys[0][200:, 2])
 
-    g = jax.jit(jax.grad(apex))
-    for h in (0.45, 0.5):
-        gh = float(g(h))
+    for _, gh, fd in value_grad_fd(apex, 0.45, 0.5, eps=1e-7):
         assert np.isfinite(gh)
-        fd = central_fd(lambda x: jax.jit(apex)(x[0]), np.array([h]), eps=1e-7)[0]
         np.testing.assert_allclose(gh, fd, rtol=1e-5)
 
 
@@ -961,20 +962,25 @@ def test_contact_solve_derivatives_in_every_mode():
             cols.append((np.asarray(f(theta0 + e)) - np.asarray(f(theta0 - e))) / (2 * eps))
         return np.stack(cols, axis=-1)
 
+    def with_value(f):  # jacfwd(f) that also returns f: one program for both
+        return jax.jit(jax.jacfwd(lambda th: (lambda y: (y, y))(f(th)), has_aux=True))
+
     x = jnp.asarray(theta0)
-    jf, jr = jax.jit(jax.jacfwd(solve))(x), jax.jit(jax.jacrev(solve))(x)
+    forward = with_value(solve)
+    jf, jr = forward(x)[0], jax.jit(jax.jacrev(solve))(x)
     np.testing.assert_allclose(
-        np.asarray(jf), fd_jacobian(jax.jit(solve), 1e-6), rtol=1e-6, atol=1e-9
+        np.asarray(jf), fd_jacobian(lambda th: forward(th)[1], 1e-6), rtol=1e-6, atol=1e-9
     )
     np.testing.assert_allclose(np.asarray(jr), np.asarray(jf), rtol=1e-12, atol=1e-14)
     f_k = lambda th: solve(th)[1]  # noqa: E731
-    fd2 = fd_jacobian(jax.jit(jax.grad(f_k)), 1e-5)
+    forward_over_reverse = with_value(jax.grad(f_k))  # the rule differentiated
+    fd2 = fd_jacobian(lambda th: forward_over_reverse(th)[1], 1e-5)
     for h in (
-        jax.jacfwd(jax.grad(f_k)),  # forward over reverse: the rule differentiated
-        jax.jacrev(jax.grad(f_k)),  # reverse over reverse: the solve's body differentiated
-        jax.jacfwd(jax.jacfwd(f_k)),
+        lambda th: forward_over_reverse(th)[0],
+        jax.jit(jax.jacrev(jax.grad(f_k))),  # reverse over reverse: the solve's body differentiated
+        jax.jit(jax.jacfwd(jax.jacfwd(f_k))),
     ):
-        np.testing.assert_allclose(np.asarray(jax.jit(h)(x)), fd2, rtol=1e-5, atol=1e-8)
+        np.testing.assert_allclose(np.asarray(h(x)), fd2, rtol=1e-5, atol=1e-8)
 
 
 def test_vmap_over_initial_velocities_matches_a_loop(sliding_box):
