@@ -1,5 +1,7 @@
 """Differentiating runs: every adjoint × every transform, against finite differences."""
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -26,19 +28,51 @@ def loss(params, y0=Y0, adjoint=sciad.CheckpointAdjoint(), dt=0.01):
     return jnp.sum(traj.ys[:, 0] ** 2) + traj.y1[1]
 
 
+# Compiled derivatives shared by every test of this module (and their parameters): each
+# distinct program costs seconds to trace and compile, so a derivative of one loss with
+# one adjoint is compiled once and reused wherever a test needs it.
+@functools.cache
+def loss_grad(adjoint):
+    """`jax.jit(jax.grad(loss))` for one adjoint (adjoints hash by value)."""
+    return jax.jit(jax.grad(lambda p: loss(p, adjoint=adjoint)))
+
+
+@functools.cache
+def derivatives(f, adjoint):
+    """One compiled program giving `f(·, adjoint)`'s gradient, Hessian and the directional
+    derivative along `v` by forward mode, for `f` one of this module's losses."""
+
+    def all_of(p, v):
+        g = lambda p: f(p, adjoint)
+        return jax.grad(g)(p), jax.hessian(g)(p), jax.jvp(g, (p,), (v,))[1]
+
+    return jax.jit(all_of)
+
+
+def _saves_loss(params, adjoint):
+    return loss(params, adjoint=adjoint)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_shared_programs():
+    """Forget the shared compiled functions with the module (conftest drops JAX's caches)."""
+    yield
+    for cached in (loss_grad, derivatives, _memory):
+        cached.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def reference():
     """Finite-difference gradient and Hessian of `loss` (float64, central differences)."""
     grad = central_fd(loss, PARAMS, eps=1e-6)
-    hess = np.stack(
-        [central_fd(lambda p, i=i: jax.grad(loss)(p)[i], PARAMS, eps=1e-5) for i in range(2)]
-    )
+    g = loss_grad(sciad.CheckpointAdjoint())  # `loss`'s default adjoint
+    hess = np.stack([central_fd(lambda p, i=i: g(p)[i], PARAMS, eps=1e-5) for i in range(2)])
     return grad, hess
 
 
 @pytest.mark.parametrize("adjoint", ADJOINTS)
 def test_grad_matches_fd(adjoint, reference):
-    g = jax.jit(jax.grad(lambda p: loss(p, adjoint=adjoint)))(PARAMS)
+    g = loss_grad(adjoint)(PARAMS)
     assert np.allclose(g, reference[0], rtol=1e-7, atol=1e-9)
 
 
@@ -62,18 +96,23 @@ def test_jacfwd_equals_jacrev(adjoint):
 )
 def test_hessian_and_hvp_and_grad_of_grad(adjoint, reference):
     f = lambda p: loss(p, adjoint=adjoint)
-    hess = jax.hessian(f)(PARAMS)
+
+    @jax.jit  # the three second-order transforms in one compiled program
+    def second_order(p, v):
+        hvp = jax.jvp(jax.grad(f), (p,), (v,))[1]
+        gg = jax.grad(lambda p: jax.grad(f)(p)[0])(p)
+        return jax.hessian(f)(p), hvp, gg
+
+    v = jnp.array([1.0, 2.0])
+    hess, hvp, gg = second_order(PARAMS, v)
     assert np.allclose(hess, hess.T, rtol=1e-10)
     assert np.allclose(hess, reference[1], rtol=1e-6, atol=1e-8)
-    v = jnp.array([1.0, 2.0])
-    hvp = jax.jvp(jax.grad(f), (PARAMS,), (v,))[1]
     assert np.allclose(hvp, hess @ v, rtol=1e-10)
-    gg = jax.grad(lambda p: jax.grad(f)(p)[0])(PARAMS)
     assert np.allclose(gg, hess[0], rtol=1e-10)
 
 
 def test_adjoints_agree_to_rounding():
-    grads = [jax.grad(lambda p, a=a: loss(p, adjoint=a))(PARAMS) for a in ADJOINTS]
+    grads = [loss_grad(a)(PARAMS) for a in ADJOINTS]
     for g in grads[1:]:
         assert np.allclose(g, grads[0], rtol=1e-12)
 
@@ -111,7 +150,9 @@ def test_filter_grad_over_whole_model():
 def test_vmap_of_grad_and_grad_of_vmap():
     lengths = jnp.linspace(0.8, 1.2, 4)
     per = jax.vmap(jax.grad(lambda L: loss(jnp.stack([L, 0.1]))))(lengths)
-    loop = jnp.stack([jax.grad(lambda L: loss(jnp.stack([L, 0.1])))(L) for L in lengths])
+    # d loss / dL one length at a time: the length component of the (shared, compiled) gradient
+    g = loss_grad(sciad.CheckpointAdjoint())  # `loss`'s default adjoint
+    loop = jnp.stack([g(jnp.stack([L, 0.1]))[0] for L in lengths])
     assert np.allclose(per, loop, rtol=1e-12)
     total = jax.grad(lambda L: jnp.sum(jax.vmap(lambda x: loss(jnp.stack([x, 0.1])))(L)))(lengths)
     assert np.allclose(total, per, rtol=1e-12)
@@ -130,6 +171,7 @@ def test_symplectic_gradients_through_long_run():
     assert np.isclose(g, central_fd(f, jnp.asarray(1.0), eps=1e-6)[()], rtol=1e-6)
 
 
+@functools.cache  # DirectAdjoint at 16,384 steps serves two tests
 def _memory(adjoint, n):
     chain = sciad.ode.SeparableHamiltonian(
         lambda p: 0.5 * jnp.sum(p**2),
@@ -167,7 +209,7 @@ def test_padded_checkpoint_chunks():
 
     direct = jax.jit(lambda p, y0=Y0: run(p, y0, sciad.DirectAdjoint()))
     grad_direct = jax.jit(jax.grad(direct))
-    g_ref = grad_direct(PARAMS)
+    g_ref = grad_direct(PARAMS, Y0)
     assert np.allclose(g_ref, central_fd(direct, PARAMS, eps=1e-6), rtol=1e-7, atol=1e-9)
     h_ref = jax.jit(jax.hessian(direct))(PARAMS)
     y0s = jnp.stack([Y0, jnp.array([0.5, -0.2]), jnp.array([-1.0, 0.3])])
@@ -175,12 +217,18 @@ def test_padded_checkpoint_chunks():
     v = jnp.array([0.3, -1.0])
     for adjoint in (sciad.CheckpointAdjoint(), sciad.CheckpointAdjoint(levels=3)):
         f = lambda p, y0=Y0, a=adjoint: run(p, y0, a)
-        assert np.allclose(f(PARAMS), direct(PARAMS), rtol=1e-14)
-        assert np.allclose(jax.jit(jax.grad(f))(PARAMS), g_ref, rtol=1e-12)
-        tangent = jax.jit(lambda p, f=f: jax.jvp(f, (p,), (v,))[1])(PARAMS)
+
+        @jax.jit  # every transform of the padded run in one compiled program
+        def transforms(p, f=f):
+            tangent = jax.jvp(f, (p,), (v,))[1]
+            batched = jax.vmap(jax.grad(f), in_axes=(None, 0))(p, y0s)
+            return f(p), jax.grad(f)(p), tangent, jax.hessian(f)(p), batched
+
+        value, grad, tangent, hess, batched = transforms(PARAMS)
+        assert np.allclose(value, direct(PARAMS), rtol=1e-14)
+        assert np.allclose(grad, g_ref, rtol=1e-12)
         assert np.allclose(tangent, g_ref @ v, rtol=1e-12)
-        assert np.allclose(jax.jit(jax.hessian(f))(PARAMS), h_ref, rtol=1e-10)
-        batched = jax.jit(jax.vmap(jax.grad(f), in_axes=(None, 0)))(PARAMS, y0s)
+        assert np.allclose(hess, h_ref, rtol=1e-10)
         assert np.allclose(batched, looped, rtol=1e-12)
 
 
@@ -228,19 +276,17 @@ def test_memory_budget_gradients_equal_direct(memory, depth):
         return plans[-1]
 
     budget = sciad.CheckpointAdjoint(memory=memory)
-    direct = sciad.DirectAdjoint()
     v = jnp.array([0.3, -1.0])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_adjoint, "_plan", spy)
-        for f in (_long_loss, lambda p, adjoint: loss(p, adjoint=adjoint)):
-            g = jax.jit(jax.grad(lambda p, f=f: f(p, budget)))(PARAMS)
-            ref = jax.jit(jax.grad(lambda p, f=f: f(p, direct)))(PARAMS)
-            assert np.allclose(g, ref, rtol=1e-12, atol=1e-14)
-            h = jax.jit(jax.hessian(lambda p, f=f: f(p, budget)))(PARAMS)
-            h_ref = jax.jit(jax.hessian(lambda p, f=f: f(p, direct)))(PARAMS)
-            assert np.allclose(h, h_ref, rtol=1e-10)
-            tangent = jax.jvp(lambda p, f=f: f(p, budget), (PARAMS,), (v,))[1]
-            assert np.allclose(tangent, ref @ v, rtol=1e-12)
+    for f in (_long_loss, _saves_loss):
+        # DirectAdjoint reference: compiled once for all three budgets (outside the spy,
+        # so only the budgeted runs' plans are recorded, as before)
+        ref, h_ref, _ = derivatives(f, sciad.DirectAdjoint())(PARAMS, v)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_adjoint, "_plan", spy)
+            g, h, tangent = derivatives(f, budget)(PARAMS, v)
+        assert np.allclose(g, ref, rtol=1e-12, atol=1e-14)
+        assert np.allclose(h, h_ref, rtol=1e-10)
+        assert np.allclose(tangent, ref @ v, rtol=1e-12)
     assert max(len(p) for p in plans) == depth  # the schedule the budget asked for
 
 

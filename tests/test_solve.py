@@ -1,5 +1,7 @@
 """sciad.ode.solve: diffrax pass-through, adjoints for every derivative order, results."""
 
+import functools
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -24,9 +26,18 @@ def final_prey(params, adjoint=None):
 
 P = jnp.array([1.5, 1.0])
 
+# Compiled once and shared by the tests that need them (each costs seconds to compile).
+grad_prey = jax.jit(jax.grad(final_prey))
+
+
+@functools.cache
+def direct_adjoint_hessian():
+    """`final_prey`'s Hessian at `P` through DirectAdjoint (two tests compare with it)."""
+    return jax.hessian(lambda p: final_prey(p, diffrax.DirectAdjoint()))(P)
+
 
 def test_grad_default_adjoint_matches_fd():
-    g = jax.grad(final_prey)(P)
+    g = grad_prey(P)
     assert np.allclose(g, central_fd(final_prey, P, eps=1e-6), rtol=1e-5)
 
 
@@ -60,8 +71,8 @@ def test_direct_adjoint_hessian_matches_sensitivity_equations():
     # truncation ~1e-8 and solver noise ~1e-9. Finite differences of sciad's own gradient
     # are no reference here: the adaptive controller's accept/reject decisions move within
     # a 1e-5 stencil, which put them 3e-4 off on a GPU.
-    hess = jax.hessian(lambda p: final_prey(p, diffrax.DirectAdjoint()))(P)
-    assert np.allclose(scipy_prey_gradient(P), jax.grad(final_prey)(P), rtol=1e-8)
+    hess = direct_adjoint_hessian()
+    assert np.allclose(scipy_prey_gradient(P), grad_prey(P), rtol=1e-8)
     ref = np.stack([central_fd(lambda p, i=i: scipy_prey_gradient(p)[i], P, 1e-4) for i in (0, 1)])
     assert np.allclose(hess, hess.T, rtol=1e-8)
     assert np.allclose(hess, ref, rtol=1e-6)
@@ -182,7 +193,7 @@ def test_forward_mode_limits_are_as_documented():
     """ForwardMode: forward over forward works; reverse mode fails with JAX's while-loop error."""
     f = lambda p: final_prey(p, diffrax.ForwardMode())
     fwd2 = jax.jacfwd(jax.jacfwd(f))(P)
-    hess = jax.hessian(lambda p: final_prey(p, diffrax.DirectAdjoint()))(P)
+    hess = direct_adjoint_hessian()
     assert np.allclose(fwd2, hess, rtol=1e-6)
     with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
         jax.grad(f)(P)
