@@ -22,6 +22,10 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# One worker runs the module: the subprocess fixture below is module-scoped, and under
+# xdist every worker that ran one of its tests would start its own (measured: 108 s each).
+pytestmark = pytest.mark.xdist_group("ensemble-scale")
+
 # A multiple of 8 (every device count keeps the result sharded), and 16 members per
 # device on 2 devices: the contact solve's compacting loop compacts (from 16 worlds).
 N_MEMBERS = 32
@@ -105,16 +109,20 @@ def problems():
 
 def per_member_and_mean(member, batch, **kw):
     """(mean over members of Σ member(x), every member's output): with `ensemble` when
-    `kw` holds its options, with a plain `jax.vmap` when `kw` is `{"vmap": True}`."""
+    `kw` holds its options, with a plain `jax.vmap` when `kw` is `{"vmap": True}`. The
+    members run once; the mean is a second, reducing `ensemble` over their outputs
+    (sharded, padded and chunked as the first), so the reduction and its gradient
+    cross the devices as in a user's loss."""
     import jax
     import jax.numpy as jnp
 
     import sciad
 
-    scalar = lambda x: jnp.sum(member(x))  # noqa: E731
     if kw.pop("vmap", False):
-        return jnp.mean(jax.vmap(scalar)(batch)), jax.vmap(member)(batch)
-    return sciad.ensemble(scalar, batch, reduce="mean", **kw), sciad.ensemble(member, batch, **kw)
+        ys = jax.vmap(member)(batch)
+        return jnp.mean(jax.vmap(jnp.sum)(ys)), ys
+    ys = sciad.ensemble(member, batch, **kw)
+    return sciad.ensemble(jnp.sum, ys, reduce="mean", **kw), ys
 
 
 COLLECTIVE = re.compile(

@@ -14,6 +14,9 @@ import pytest
 
 import sciad
 
+# Its module-scoped fixtures are computed once: on one xdist worker, not on each.
+pytestmark = pytest.mark.xdist_group("sensitivity")
+
 scipy_integrate = pytest.importorskip("scipy.integrate")
 
 RTOL = 1e-6

@@ -15,6 +15,9 @@ import sciad.md as md
 
 from ..helpers import central_fd, fit_order, tree_equal_bits, xfail_bitwise_on_gpu
 
+# Its module-scoped fixtures are computed once: on one xdist worker, not on each.
+pytestmark = pytest.mark.xdist_group("md-nose-hoover")
+
 
 def _block_mean_err(x, blocks=20):
     """Mean and its standard error from block averages (handles time correlation)."""

@@ -16,6 +16,9 @@ from ..helpers import fd_directional
 from .scenes import chain, random_state
 from .test_dynamics import mixed_model
 
+# Its module-scoped fixtures are computed once: on one xdist worker, not on each.
+pytestmark = pytest.mark.xdist_group("rigid-gradients")
+
 N_STEPS = 1000
 KNOTS = jnp.linspace(0.0, 1.0, 11)
 

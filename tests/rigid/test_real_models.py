@@ -75,17 +75,6 @@ NAMES += [
 # Comparisons that fail for a diagnosed sciad deficiency, with the measured figure:
 # none since the contacts took MuJoCo's impedance and contact frames (2026-11-24).
 XFAIL: dict[str, str] = {}
-# The pushers' general convex contacts (cylinders) cost 6-7 minutes per 1,000 steps on
-# 2 cores: CI runs them over 150 steps (the first contact is at step 1, so the check 1 s
-# after it is made), `SCIAD_FULL_CORPUS=1` over 1,000 (measured: 4.2e-17 and 8.3e-17
-# over the run).
-SHORT = {"gymnasium/pusher": 150, "gymnasium/pusher_v5": 150}
-
-
-def _n_steps(name: str) -> int:
-    if os.environ.get("SCIAD_FULL_CORPUS") == "1":
-        return N_STEPS
-    return SHORT.get(name, N_STEPS)
 
 
 @functools.cache
@@ -247,7 +236,7 @@ def test_matches_mujoco(name):
     with quiet_mujoco():
         m = mujoco.MjModel.from_xml_path(str(_paths()[name]))
     (q, v), qpos, qvel = _start(m, mj, NAMES.index(name))
-    n_steps = _n_steps(name)
+    n_steps = N_STEPS
     ref = _mujoco_run(m, qpos, qvel, n_steps)
     moved = _mujoco_run(m, qpos + CHAOS, qvel, n_steps)
     traj = sciad.simulate(
