@@ -108,14 +108,14 @@ def test_corpus_loads_at_least():
     )
 
 
-def _mujoco_run(m, qpos, qvel, n_steps=N_STEPS):
-    """MuJoCo C's `n_steps` steps: qpos, qvel, the numbers of contacts and of active
+def _mujoco_run(m, qpos, qvel):
+    """MuJoCo C's `N_STEPS` steps: qpos, qvel, the numbers of contacts and of active
     constraint rows (contacts, limits), the centre of mass, the first body's height and
     every body's position after each step."""
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = qpos, qvel
     out = {k: [] for k in ("qpos", "qvel", "ncon", "nefc", "com", "height", "xpos")}
-    for _ in range(n_steps):
+    for _ in range(N_STEPS):
         mujoco.mj_step(m, d)
         mujoco.mj_forward(m, d)  # positions, COM and constraints at the new state
         out["qpos"].append(d.qpos.copy())
@@ -236,14 +236,13 @@ def test_matches_mujoco(name):
     with quiet_mujoco():
         m = mujoco.MjModel.from_xml_path(str(_paths()[name]))
     (q, v), qpos, qvel = _start(m, mj, NAMES.index(name))
-    n_steps = N_STEPS
-    ref = _mujoco_run(m, qpos, qvel, n_steps)
-    moved = _mujoco_run(m, qpos + CHAOS, qvel, n_steps)
+    ref = _mujoco_run(m, qpos, qvel)
+    moved = _mujoco_run(m, qpos + CHAOS, qvel)
     traj = sciad.simulate(
         mj.model,
         (q, v, *mj.y0[2:]),  # activations (MuJoCo's act) from 0, as mj_step's
         dt=mj.dt,
-        n_steps=n_steps,
+        n_steps=N_STEPS,
         integrator=mj.integrator,
         saveat=sciad.SaveAt(steps=1),
     )
@@ -255,7 +254,7 @@ def test_matches_mujoco(name):
         return int(hits[0]) if hits.size else None
 
     contact, constraint = first(ref["ncon"]), first(ref["nefc"])
-    free = n_steps if constraint is None else constraint  # steps before the first one
+    free = N_STEPS if constraint is None else constraint  # steps before the first one
     steps = [None if k is None else k + 1 for k in (constraint, contact)]  # 1-based
     report = [f"{name}: first constraint at step {steps[0]}, first contact at {steps[1]}"]
     for key in ("qpos", "qvel"):
@@ -269,7 +268,7 @@ def test_matches_mujoco(name):
         )
         assert np.all(error <= floor), "; ".join(report)
     if constraint is not None:
-        k = min(constraint + round(CONTACT_TIME / mj.dt), n_steps - 1)
+        k = min(constraint + round(CONTACT_TIME / mj.dt), N_STEPS - 1)
         com, height, xpos = _com_height(m, ours["qpos"][k])
         d_com = float(np.abs(com - ref["com"][k]).max())
         d_height = abs(float(height - ref["height"][k]))
