@@ -27,6 +27,7 @@ from ._narrowphase import (
     _kind,
     _ORDER,
     BATCHED,
+    DEPTH_ONLY,
     NEVER_COLLIDE,
     points_per_pair,
 )
@@ -154,10 +155,11 @@ class Contacts(NamedTuple):
 
 
 def _pair_groups(
-    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]
+    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]], depth_only: bool = False
 ) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
     """The pairs grouped by kind and shape structure, in the order of `find_contacts`'s
-    points: (collision function, points per pair, first geoms, second geoms)."""
+    points: (collision function, points per pair, first geoms, second geoms); with
+    `depth_only`, the `DEPTH_ONLY` function (one point) where a kind has one."""
     groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
     for i, j in pairs:
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
@@ -166,6 +168,8 @@ def _pair_groups(
     out = []
     for (ka, kb, _), members in groups.items():
         fn, k = points_per_pair((ka, kb), geoms[members[0][0]].shape)
+        if depth_only and fn in DEPTH_ONLY:
+            fn, k = DEPTH_ONLY[fn], 1
         out.append(
             (fn, k, np.asarray([m[0] for m in members]), np.asarray([m[1] for m in members]))
         )
@@ -179,11 +183,14 @@ def find_contacts(
     rot: Array,
     pos: Array,
     model: ContactModel,
+    depth_only: bool = False,
 ) -> Contacts:
     """Every candidate contact point: one batched distance function per pair kind.
 
     `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
-    the impedance of geoms that set none.
+    the impedance of geoms that set none. `depth_only`: each pair's deepest points only
+    (a multiccd pair's first contact: its other points share that distance), for the
+    deep-penetration check.
     """
     dtype = pos.dtype
     gb = np.asarray(geom_body, dtype=np.int64)
@@ -209,7 +216,7 @@ def find_contacts(
         [default if g.impedance is None else g.impedance.stacked() for g in geoms]
     )
     parts = []
-    for fn, k, ia, ib in _pair_groups(geoms, pairs):
+    for fn, k, ia, ib in _pair_groups(geoms, pairs, depth_only):
         batched = fn if fn in BATCHED else jax.vmap(fn)
         pts = batched(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
@@ -333,13 +340,46 @@ def _stacked_shapes(geoms: Sequence[Geom]) -> Callable[[np.ndarray], Anything]:
 # is warned about (`warn_deep_penetration`).
 DEEP_PENETRATION = 0.1
 
-# The candidate points' distances, compiled once per model structure without XLA's
-# optimisations (it runs once per `simulate` call: compiling fast matters, not running;
-# filter_jit passes `compiler_options` on to jax.jit, which its type stubs omit).
-_distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
-    lambda model, q: (lambda c: (c.dist, c.impedance))(model.contacts(q)),
-    compiler_options={"xla_backend_optimization_level": 0},
+# The check compiles its two small programs without XLA's optimisations (each runs once
+# per `simulate` call: compiling fast matters, not running; filter_jit passes
+# `compiler_options` on to jax.jit, which its type stubs omit).
+_FAST_COMPILE = {"xla_backend_optimization_level": 0}
+_geom_frames = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
+    lambda model, q: (lambda f: (f.rot, f.pos))(model._frames(q)), compiler_options=_FAST_COMPILE
 )
+_distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
+    lambda geoms, geom_body, pairs, rot, pos, contact: (lambda c: (c.dist, c.impedance))(
+        find_contacts(geoms, geom_body, pairs, rot, pos, contact, depth_only=True)
+    ),
+    compiler_options=_FAST_COMPILE,
+)
+
+
+def near_pairs(model: Anything, rot: Array, pos: Array) -> tuple[tuple[int, int], ...]:
+    """The pairs of `model` (a `MultiBody`) whose geoms' bounding spheres, grown by
+    their margins, overlap with the bodies at the concrete world frames `rot` (n, 3, 3),
+    `pos` (n, 3) (MuJoCo's broad phase with `geom_rbound`; a plane's or height field's
+    sphere is unbounded): the only pairs that can be within their margin, so the only
+    ones the deep-penetration check computes."""
+    rot = np.concatenate([np.asarray(rot), np.eye(3)[None]])
+    pos = np.concatenate([np.asarray(pos), np.zeros((1, 3))])
+    gb = np.asarray(model.geom_body)
+    centre = np.stack(
+        [pos[b] + rot[b] @ np.asarray(g.pos) for b, g in zip(gb, model.geoms, strict=True)]
+    )
+    unbounded = (Plane, HeightField)
+    radius = np.asarray(
+        [
+            np.inf if isinstance(g.shape, unbounded) else float(g.shape.bounding_radius())
+            for g in model.geoms
+        ]
+    )
+    reach = radius + np.asarray([float(g.margin) for g in model.geoms])
+    return tuple(
+        (i, j)
+        for i, j in model.pairs
+        if np.linalg.norm(centre[i] - centre[j]) <= reach[i] + reach[j]
+    )
 
 
 # Frames of these packages are skipped when a warning names the user's call.
@@ -354,9 +394,14 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     is checked unless `q` and the model are concrete."""
     if not all(is_concrete(x) for x in jax.tree.leaves((model, q))):
         return
-    dist, imps = (np.asarray(x) for x in _distances(model, q))
+    rot, pos = _geom_frames(model, q)
+    pairs = near_pairs(model, rot, pos)
+    if not pairs:
+        return
     geoms = model.geoms
-    groups = _pair_groups(geoms, model.pairs)
+    out = _distances(geoms, model.geom_body, pairs, rot, pos, model.contact)
+    dist, imps = (np.asarray(x) for x in out)
+    groups = _pair_groups(geoms, pairs, depth_only=True)
     ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
     ib = np.concatenate([np.repeat(b, k) for _, k, _, b in groups])
     size = np.asarray([float(g.shape.inradius()) for g in geoms])

@@ -487,6 +487,9 @@ def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
 
 # Collision functions that take a batch of pairs themselves (the others are vmapped).
 BATCHED = {_hfield}
+# The function that finds a pair's depth alone (one point), where it is cheaper: every
+# multiccd point has the first contact's distance.
+DEPTH_ONLY = {_multiccd: _convex}
 
 
 # Pair kinds: the first shape type sorts first in this order.

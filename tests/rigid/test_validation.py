@@ -166,3 +166,65 @@ def test_slightly_unnormalised_quaternions_are_accepted():
     model.check_state((jnp.array([0.7071, 0.7071, 0.0, 0.0]), jnp.zeros(3)))
     with pytest.raises(ValueError, match=r"body 'b' \(BallJoint\), q\[0:4\] = \[1. 0. 0. 1.\]"):
         model.check_state((jnp.array([1.0, 0.0, 0.0, 1.0]), jnp.zeros(3)))
+
+
+def _scattered_cylinders():
+    """Eight cylinders (multiccd pairs): two pairs deep in each other, one pair touching
+    shallowly, the rest metres apart."""
+    radius = [0.1, 0.08, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]
+    half = [0.2, 0.15, 0.2, 0.1, 0.1, 0.1, 0.3, 0.05]
+    x = [0.0, 0.15, 3.0, 3.17, 6.0, 6.199, 9.0, 12.0]
+    tilt = [0.0, 0.3, 0.0, 0.7, 0.0, 0.0, 0.0, 0.4]  # rad about y
+    shapes = [rigid.Cylinder(r, h) for r, h in zip(radius, half, strict=True)]
+    bodies = [
+        rigid.Body(
+            f"b{k}",
+            joint=rigid.FreeJoint(),
+            pos=(x[k], 0.0, 1.0),
+            quat=(np.cos(tilt[k] / 2), 0.0, np.sin(tilt[k] / 2), 0.0),
+            shape=s,
+            density=500.0,
+        )
+        for k, s in enumerate(shapes)
+    ]
+    geoms = [rigid.Geom(s, body=f"b{k}", name=f"g{k}") for k, s in enumerate(shapes)]
+    return rigid.MultiBody(bodies, geoms=geoms, gravity=jnp.zeros(3))
+
+
+def test_the_check_warns_about_exactly_the_deep_pairs_of_a_search_over_every_pair():
+    """The check computes only the pairs whose bounding spheres overlap (the broad
+    phase): the pairs it warns about and their depths are those of the same search over
+    every pair (a multiccd pair's depth is its first contact's: test_convex shows the
+    other points carry that distance)."""
+    from sciad.rigid._collision import (
+        _distances,
+        _geom_frames,
+        _pair_groups,
+        DEEP_PENETRATION,
+        near_pairs,
+    )
+
+    model = _scattered_cylinders()
+    q = model.default_state()[0]
+    rot, pos = _geom_frames(model, q)
+    assert len(model.pairs) == 28 and near_pairs(model, rot, pos) == ((0, 1), (2, 3), (4, 5))
+    every = _distances(model.geoms, model.geom_body, model.pairs, rot, pos, model.contact)
+    dist = np.asarray(every[0])
+    expected = {}
+    for _, k, ia, ib in _pair_groups(model.geoms, model.pairs, depth_only=True):
+        assert k == 1
+        for n, (i, j) in enumerate(zip(ia, ib, strict=True)):
+            inner = min(float(model.geoms[g].shape.inradius()) for g in (i, j))
+            if -dist[n] > DEEP_PENETRATION * inner:
+                expected[f"g{i}", f"g{j}"] = -dist[n]
+    assert set(expected) == {("g0", "g1"), ("g2", "g3")}  # g4–g5 is 1 mm deep: shallow
+    with pytest.warns(UserWarning) as record:
+        model.check_state(model.default_state())
+    got = {}
+    for w in record:
+        msg = str(w.message)
+        names = tuple(msg.split("'")[k] for k in (1, 5))
+        got[names] = float(msg.split("start ")[1].split(" deep")[0])
+    assert set(got) == set(expected)
+    for pair, depth in expected.items():
+        np.testing.assert_allclose(got[pair], depth, rtol=5e-3)  # printed to 3 digits
