@@ -8,7 +8,11 @@ in `tests/test_ensemble_scale.py`):
 
 Each runs on 1 and 2 forced host devices (`XLA_FLAGS=--xla_force_host_platform_device_count`)
 and on 2 processes of one CPU device each (`jax.distributed.initialize` on the loopback
-address, gloo collectives), every configuration in its own subprocess. Strong scaling:
+address, gloo collectives), every configuration in its own subprocess. One CPU device
+runs its program on every core it may use (XLA's thread pool), so on a 2-core machine a
+second device adds no cores; `--pin` gives each device one core (the 1-device run on one
+core, 2 devices on two, process i on core i), which is what the efficiency over devices
+measures. Strong scaling:
 the same batch B on k devices, efficiency T₁(B) / (k T_k(B)). Weak scaling: b members
 per device, efficiency T₁(b) / T_k(k b). The defaults (b = 32, B = 64 = 2b) need four
 compilations per ensemble. Times are the minimum over `--repeats` runs after
@@ -18,7 +22,7 @@ compilation; the CPU's load average is printed with them.
 member: 1.6 GB of trajectories if unchunked) chunked on one CPU device; prints the wall
 time, XLA's memory estimate of one chunk and the process's peak resident memory.
 
-Run:  .venv/bin/python benchmarks/scaling.py            (scaling)
+Run:  .venv/bin/python benchmarks/scaling.py [--pin]    (scaling)
       .venv/bin/python benchmarks/scaling.py --million  (10⁶ members)
       .venv/bin/python benchmarks/scaling.py --quick    (smoke test: 1-2 pendulums)
 """
@@ -71,6 +75,8 @@ def worker(args) -> None:
 
 
 def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
+    """Run the workers of one configuration. With `--pin`, a one-device process is
+    pinned to one core (process i of several to core i), and a k-device one to k cores."""
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     if args.quick:
@@ -79,8 +85,20 @@ def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
         env["XLA_FLAGS"] += f" {QUICK_XLA_FLAGS}"
     base = [sys.executable, __file__, "--worker", "--repeats", str(args.repeats)]
     base += ["--ensembles", *args.ensembles, "--batch", *map(str, batch)]
+
+    def pinned(cores: set[int]):
+        return (lambda: os.sched_setaffinity(0, cores)) if args.pin else None
+
     if processes == 1:
-        procs = [subprocess.Popen(base, env=env, stdout=subprocess.PIPE, text=True)]
+        procs = [
+            subprocess.Popen(
+                base,
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+                preexec_fn=pinned(set(range(devices))),
+            )
+        ]
     else:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -93,6 +111,7 @@ def spawn(args, devices: int, processes: int, batch: list[int]) -> dict:
                 env=env,
                 stdout=subprocess.PIPE,
                 text=True,
+                preexec_fn=pinned({i}),
             )
             for i in range(processes)
         ]
@@ -115,7 +134,10 @@ def scaling(args) -> None:
         print(f"{label}: {json.dumps(res[label])}", flush=True)
     from _common import machine  # noqa: PLC0415  (enables float64 in this process)
 
-    print(f"\n{machine()}; os.cpu_count() = {os.cpu_count()} (times under load are indicative)")
+    pin = "each device pinned to its own core" if args.pin else "not pinned"
+    print(
+        f"\n{machine()}; os.cpu_count() = {os.cpu_count()}; {pin} (times under load are indicative)"
+    )
     print(
         "| ensemble | config | strong: B | time (s) | efficiency | weak: b/device | time | efficiency |"
     )
@@ -185,6 +207,11 @@ def main() -> None:
     parser.add_argument("--million", action="store_true")
     parser.add_argument("--members", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=2**15)
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="give each device one core (taskset-like affinity): 1 device on 1 core",
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--batch", nargs="+", type=int, help=argparse.SUPPRESS)
