@@ -182,17 +182,6 @@ def _max_abs(a, b):
     return np.abs(a - b).max(axis=-1)
 
 
-# Known failures too slow to run in CI (their general convex contacts take minutes).
-NOT_RUN = {
-    "dm_control/humanoid_CMU": (
-        "agrees to 5.6e-16 until the first contact (step 63); with the velocity-level "
-        "contacts of 2026-11-23 it was 7.8 mm off 1 s later, and the run takes about 8 "
-        "minutes on 2 cores, so CI does not run it (not yet measured with MuJoCo's "
-        "impedance and contact frames, which brought the other humanoids within 2e-7 m)"
-    ),
-}
-
-
 # Runs too slow to compile in CI, run with `SCIAD_FULL_CORPUS=1`.
 FULL_ONLY = {
     "dm_control/quadruped": (
@@ -211,8 +200,6 @@ def _param(name):
     if name in FULL_ONLY:
         full = os.environ.get("SCIAD_FULL_CORPUS") == "1"
         return pytest.param(name, marks=pytest.mark.skipif(not full, reason=FULL_ONLY[name]))
-    if name in NOT_RUN:
-        return pytest.param(name, marks=pytest.mark.xfail(run=False, reason=NOT_RUN[name]))
     if name in XFAIL:
         return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=XFAIL[name]))
     return name
