@@ -361,11 +361,11 @@ def near_pairs(model: Anything, rot: Array, pos: Array) -> tuple[tuple[int, int]
     `pos` (n, 3) (MuJoCo's broad phase with `geom_rbound`; a plane's or height field's
     sphere is unbounded): the only pairs that can be within their margin, so the only
     ones the deep-penetration check computes."""
-    rot = np.concatenate([np.asarray(rot), np.eye(3)[None]])
-    pos = np.concatenate([np.asarray(pos), np.zeros((1, 3))])
+    rots = np.concatenate([np.asarray(rot), np.eye(3)[None]])
+    poss = np.concatenate([np.asarray(pos), np.zeros((1, 3))])
     gb = np.asarray(model.geom_body)
     centre = np.stack(
-        [pos[b] + rot[b] @ np.asarray(g.pos) for b, g in zip(gb, model.geoms, strict=True)]
+        [poss[b] + rots[b] @ np.asarray(g.pos) for b, g in zip(gb, model.geoms, strict=True)]
     )
     unbounded = (Plane, HeightField)
     radius = np.asarray(
