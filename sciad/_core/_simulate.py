@@ -383,6 +383,9 @@ def _run(
     if istate is None:
         istate = integrator.init(model, t0, y0)
     every = 1 if integrator.check_every_step(model) else CHECK_EVERY
+    # A bound on the blocks of steps in the run (each at least `every` or
+    # CHECK_EVERY/2 steps, or one save interval), for the adjoint's memory budget.
+    n_blocks = n_run // min(every, CHECK_EVERY // 2) + len(saves) + 2
 
     def step(c: _Carry) -> _Carry:
         y, s = _one_step(integrator, model, clock(c.k), dt, c.y, c.state)
@@ -410,7 +413,7 @@ def _run(
         def block(length):
             def run(xr):
                 x, remaining = xr
-                cr = _scan(stepper, _Counted(x.carry, remaining), length)
+                cr = adjoint.steps(stepper, _Counted(x.carry, remaining), length, n_blocks)
                 return check(_Checked(cr.carry, x.good, x.bad)), cr.remaining
 
             return run
@@ -449,7 +452,7 @@ def _run(
             def segment(x: _Checked, g):
                 """One save interval: `g` real steps, padded to `width` if non-uniform."""
                 if per_check > 1:
-                    cr = _scan(stepper, _Counted(x.carry, g), width)
+                    cr = adjoint.steps(stepper, _Counted(x.carry, g), width, n_blocks)
                     x = _Checked(cr.carry, x.good, x.bad)
                 else:
                     x = steps(x, width, stepper, g)
