@@ -60,7 +60,8 @@ class Body(eqx.Module):
       quaternion (w, x, y, z), normalised. For a free joint they are the default
       initial pose.
     - `mass` (mass units), `inertia`: principal moments, shape `(3,)` (mass·length²);
-      or a `(3, 3)` tensor. Both positive, or both exactly zero: a massless link that
+      or a `(3, 3)` tensor. Both positive (on a welded body, `FixedJoint`, the moments
+      may be zero: a point mass), or both exactly zero: a massless link that
       carries a joint for its children (MuJoCo's several joints in one body are a chain
       of such links); [`MultiBody`][sciad.rigid.MultiBody] requires such a link to
       have a descendant with mass.
@@ -188,9 +189,13 @@ class Body(eqx.Module):
             )
         if is_concrete(self.inertia):
             i = np.asarray(self.inertia, dtype=np.float64)
-            if not np.all(i > 0):
+            # A welded body (nv = 0) only adds to its parent's composite inertia, so it
+            # may be a point mass (MuJoCo's sensor and camera links are); a moving body
+            # needs every principal moment positive.
+            if not (np.all(i > 0) or (self.joint.nv == 0 and np.all(i >= 0))):
                 raise ValueError(
-                    f"Body {self.name!r}: principal inertia must be positive; got {i}."
+                    f"Body {self.name!r}: principal inertia must be positive (zero only "
+                    f"on a welded body, FixedJoint); got {i}."
                 )
             a, b, c = np.sort(i)
             if a + b < c * (1 - 1e-12):

@@ -253,8 +253,9 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     - **bodies**: `body_mass`, `body_inertia` (principal moments), `body_ipos`,
       `body_iquat`, `body_pos`, `body_quat`. A body without a joint is welded to its
-      parent ([`FixedJoint`][sciad.rigid.FixedJoint]); a massless one (a frame for
-      sites or children) is folded into its parent, its children and geoms re-placed.
+      parent ([`FixedJoint`][sciad.rigid.FixedJoint]), a point mass (zero inertia)
+      included; a massless one (a frame for sites or children) is folded into its
+      parent, its children and geoms re-placed.
     - **joints**: free, ball, hinge and slide with `axis`, `pos`, `damping` and
       `armature`. A body with several joints (a planar root `rootx`/`rootz`/`rooty`,
       say) becomes a chain: a massless link (mass and inertia zero) per joint but the

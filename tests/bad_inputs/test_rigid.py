@@ -355,13 +355,13 @@ VALIDATION_CASES = [
         r"Body 'a' mass must have shape \(\); got shape \(2,\)",
     ),
     (
-        "rigid body inertia zero",
-        lambda: _body(inertia=(0.0, 0.1, 0.1)),
+        "rigid body inertia zero on a moving body",
+        lambda: _body(joint=_HINGE_Y, inertia=(0.0, 0.1, 0.1)),
         ValueError,
         "principal inertia must be positive",
     ),
     (
-        "rigid body inertia negative",
+        "rigid body inertia negative (welded)",
         lambda: _body(inertia=(-0.1, 0.1, 0.1)),
         ValueError,
         "principal inertia must be positive",

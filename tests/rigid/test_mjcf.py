@@ -40,9 +40,11 @@ SERVO = SERVO_XML.format(hinge_range="", slide_range="")
 SERVO_LIMITED = SERVO_XML.format(hinge_range='range="-10 12"', slide_range='range="0.05 0.3"')
 
 # A massless frame (a site holder, folded into its parent) between two moving bodies,
-# with a rotated placement, and a welded massive body.
+# with a rotated placement, a welded massive body, and a welded point mass (zero
+# inertia, as the sensor links of gymnasium-robotics' Fetch).
 MASSLESS = """<mujoco><worldbody><body name="base" pos="0 0 1"><freejoint/>
 <geom type="box" size="0.2 0.1 0.05"/>
+<body name="tag" pos="-0.1 0.05 0.02"><inertial pos="0.02 0 0.01" mass="0.3" diaginertia="0 0 0"/></body>
 <body name="frame" pos="0.2 0.05 0" quat="0.9 0.1 0.3 -0.2"><site name="mount"/>
   <body name="link" pos="0.05 0 0" euler="0 10 0"><joint type="hinge" axis="0 0 1" pos="0 0.01 0"/>
     <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
