@@ -214,7 +214,7 @@ def raise_on_failure(out: Anything, owner: str | None = None) -> Anything:
     A concrete result (a call outside transforms) is checked at once, raising
     `RunError` with the message first (`check_result`). So is a result that is traced
     only by `jax.vmap` or autodiff run eagerly (no `jax.jit` or other staging around
-    the call): its values exist, so they are read (through `jax.debug.callback`, only
+    the call): its values exist, so they are read (through `jax.pure_callback`, only
     when some batch element failed) and checked the same way. A result traced by
     staging is checked when the compiled program runs (`eqx.branched_error_if`, whose
     message names `owner` but follows equinox's report of the stack), tied to every
@@ -278,15 +278,21 @@ def _staging() -> bool:
 
 def _gather(parts: Anything) -> Anything:
     """The concrete values of `parts`, traced by an eager `jax.vmap` or autodiff only,
-    with the batch axes they have there (flattened in order), through a
-    `jax.debug.callback` that runs at once, once per batch element."""
+    with their batch axes in front: a `jax.pure_callback` sees the whole batch at once
+    and hands it back here (it does not raise itself: JAX would turn that into a
+    `JaxRuntimeError`)."""
     leaves, treedef = jax.tree.flatten(jax.lax.stop_gradient(parts))
     seen: list[list[np.ndarray]] = []
-    jax.debug.callback(lambda *xs: seen.append([np.asarray(x) for x in xs]), *leaves)
-    if len(seen) == 1:
-        values = seen[0]
-    else:  # one call per batch element, in order
-        values = [np.stack(column) for column in zip(*seen, strict=True)]
+
+    def keep(*xs: Anything) -> Anything:
+        seen.append([np.asarray(x) for x in xs])
+        return np.zeros(np.shape(xs[0]), np.bool_)
+
+    done = jax.pure_callback(
+        keep, jax.ShapeDtypeStruct((), jnp.bool_), *leaves, vmap_method="broadcast_all"
+    )
+    bool(unvmap_any(done))  # a concrete value: waits for the callback
+    (values,) = seen
     return jax.tree.unflatten(treedef, [jnp.asarray(v) for v in values])
 
 
