@@ -80,18 +80,37 @@ def test_max_steps_and_a_windowed_run_report_first_too():
         )
 
 
+def test_under_vmap_the_run_raises_with_the_message_first():
+    """Under an eager `jax.vmap` (no `jax.jit` around it) the values exist, so
+    `throw=True` raises the plain `sciad.RunError` too, saying how many runs of the batch
+    failed and which first; a batch that runs cleanly raises nothing."""
+    y0s = jnp.array([[1.0, 0.0], [0.0, 0.0], [2.0, 0.0]])  # the middle one stays at rest
+    with pytest.raises(sciad.RunError) as info:
+        jax.vmap(lambda y: sciad.simulate(_SPRING, y, **_BLOWUP))(y0s)
+    assert str(info.value).splitlines()[0] == (
+        "sciad.simulate: the state became non-finite (NaN or inf) in 2 of 3 runs of the "
+        "batch (the first: run 0)."
+    )
+    assert info.value.result == sciad.RESULTS.nonfinite_state
+    fine = jax.vmap(lambda y: sciad.simulate(_SPRING, y, dt=0.01, n_steps=10))(y0s)
+    assert bool(jnp.all(fine.result == sciad.RESULTS.successful))
+
+
 def test_under_jit_equinox_reports_it_and_check_result_gives_the_short_form():
     """Inside `jax.jit` the code is known only at run time: equinox raises its
-    `EquinoxRuntimeError` with the message after its stack report. A run with
-    `throw=False` under the transform, checked outside with `sciad.check_result`, gives
-    the short form again; batched, it says how many runs failed."""
+    `EquinoxRuntimeError` (or, under a plain `jax.jit`, JAX's `JaxRuntimeError`) with the
+    message after its stack report; the message names the call and the workaround. A
+    run with `throw=False` under the transform, checked outside with
+    `sciad.check_result`, gives the short form again; batched, it says how many runs
+    failed."""
     run = jax.jit(
         lambda y, throw: sciad.simulate(_SPRING, y, **_BLOWUP, throw=throw), static_argnums=1
     )
-    with pytest.raises(
-        (eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError), match="became non-finite"
-    ):
+    with pytest.raises((eqx.EquinoxRuntimeError, jax.errors.JaxRuntimeError)) as info:
         jax.block_until_ready(run(_Y0, True))
+    text = str(info.value)
+    assert "sciad.simulate: the state became non-finite (NaN or inf).\n" in text
+    assert "run with throw=False and call sciad.check_result on the Trajectory" in text
     traj = run(_Y0, False)
     with pytest.raises(
         sciad.RunError,
@@ -114,6 +133,15 @@ def test_under_jit_equinox_reports_it_and_check_result_gives_the_short_form():
         return traj.y1
 
     jax.jit(inside)(_Y0)
+
+
+def test_every_code_has_a_traced_message():
+    """The traced check names each code by its place in `_CODES`: every code of
+    `RESULTS` is there once."""
+    from sciad._core._results import _CODES
+
+    assert len(set(_CODES)) == len(_CODES) == len(sciad.RESULTS)
+    assert all(isinstance(getattr(sciad.RESULTS, code), sciad.RESULTS) for code in _CODES)
 
 
 def test_check_result_refuses_what_is_not_a_trajectory():

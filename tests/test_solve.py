@@ -153,23 +153,34 @@ def test_vmap_over_initial_conditions_and_jit():
 
 def test_vmap_results_per_element():
     model = sciad.ode.ExponentialDecay(rate=1.0)
-    out = jax.vmap(
-        lambda t1: sciad.ode.solve(
-            model,
-            jnp.array(1.0),
-            None,
-            t0=0.0,
-            t1=t1,
-            dt0=0.1,
-            saveat=diffrax.SaveAt(t1=True),
-            max_steps=20,
-            stepsize_controller=diffrax.ConstantStepSize(),
-            throw=False,
-        )
-    )(jnp.array([1.0, 5.0]))
+
+    def batch(throw):
+        return jax.vmap(
+            lambda t1: sciad.ode.solve(
+                model,
+                jnp.array(1.0),
+                None,
+                t0=0.0,
+                t1=t1,
+                dt0=0.1,
+                saveat=diffrax.SaveAt(t1=True),
+                max_steps=20,
+                stepsize_controller=diffrax.ConstantStepSize(),
+                throw=throw,
+            )
+        )(jnp.array([1.0, 5.0]))
+
+    out = batch(False)
     codes = np.asarray(out.result._value)
     assert codes[0] == sciad.RESULTS.successful._value
     assert codes[1] == sciad.RESULTS.max_steps_reached._value
+    # With throw=True under an eager vmap the error's first line says it all.
+    with pytest.raises(sciad.RunError) as info:
+        batch(True)
+    assert str(info.value).splitlines()[0] == (
+        "sciad.ode.solve: the run needed more steps than `max_steps` allowed; it stopped "
+        "early in 1 of 2 runs of the batch (the first: run 1)."
+    )
 
 
 def test_backsolve_adjoint_passes_through():

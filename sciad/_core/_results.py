@@ -1,7 +1,11 @@
 """The result codes every sciad run reports, and the error that reports a failed run."""
 
+import os
+
 import equinox as eqx
+from equinox.internal import unvmap_any
 import jax
+from jax.core import Tracer
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
@@ -14,8 +18,9 @@ class RESULTS(eqx.Enumeration):
     """Outcome of a run, carried in `Trajectory.result` and `FitResult.result`.
 
     With `throw=True` (the default) anything but `successful` is raised as an
-    error: a [`RunError`][sciad.RunError] whose first line is the message when the run
-    was called outside transforms, else at run time through `eqx.error_if`. With
+    error: a [`RunError`][sciad.RunError] whose first line is the message when the run's
+    values exist (outside transforms, under `grad` or an eager `vmap`), else at run time
+    through `eqx.branched_error_if` (inside `jax.jit`). With
     `throw=False` the code is returned, and under `jax.vmap` every batch element
     carries its own code.
 
@@ -70,13 +75,16 @@ class RunError(eqx.EquinoxRuntimeError):
     The first line of the message says what happened and where the run stopped, e.g.
     `sciad.simulate: the state became non-finite (NaN or inf) at step 119 of 200.`,
     followed by the code's advice. It is raised this way, as a plain Python error,
-    whenever the run's result is known when `simulate` returns: a call outside
-    `jax.jit`, `jax.vmap` and gradients, the usual case (`simulate` compiles its loop
-    itself). Under such a transform the code is known only while the compiled program
-    runs, so equinox raises it (`eqx.error_if`): an `equinox.EquinoxRuntimeError` whose
-    message comes after equinox's report of the stack inside the JIT. To have the short
-    form there too, run with `throw=False` under the transform and check the result
-    outside it with [`check_result`][sciad.check_result].
+    whenever the run's values exist when `simulate` returns: a call outside transforms
+    (`simulate` compiles its loop itself), under `jax.grad`, or under `jax.vmap` without
+    `jax.jit` around it (then the first line says how many runs of the batch failed).
+    Inside `jax.jit` or another staged transform the code is known only while the
+    compiled program runs, so equinox raises it (`eqx.branched_error_if`): an
+    `equinox.EquinoxRuntimeError` (a `jax.errors.JaxRuntimeError` under a plain
+    `jax.jit`) whose text starts with equinox's report of the stack and then gives the
+    same message without the step. To have the short form there too, run with
+    `throw=False` under the transform and check the result outside it with
+    [`check_result`][sciad.check_result].
 
     A subclass of `equinox.EquinoxRuntimeError`, so `except eqx.EquinoxRuntimeError`
     catches both forms.
@@ -159,22 +167,44 @@ def check_result(out: Anything, owner: str | None = None) -> bool:
     ok = ~_failed(out.result)
     if not is_concrete(ok):
         return False
-    ok = np.asarray(ok)
+    _raise_if_failed(name, owner, *_parts(out))
+    return True
+
+
+def _parts(out: Anything) -> tuple[RESULTS, dict[str, Anything], Anything]:
+    """What the message of a failed run reads: its code, the step counts of its
+    `stats`, and its `t1`."""
+    stats = getattr(out, "stats", None) or {}
+    steps = {k: stats[k] for k in ("num_steps", "first_nonfinite_step") if k in stats}
+    return out.result, steps, getattr(out, "t1", None)
+
+
+def _raise_if_failed(
+    name: str, owner: str | None, result: RESULTS, stats: dict[str, Anything], t1: Anything
+) -> None:
+    """Raise `RunError` if the concrete `result` (possibly batched) is a failure."""
+    ok = np.asarray(~_failed(result))
     if ok.all():
-        return True
+        return
     index = int(np.flatnonzero(~ok.reshape(-1))[0])
-    code = jax.tree.map(lambda v: jnp.reshape(v, (-1,))[index], out.result)
+    code = jax.tree.map(lambda v: jnp.reshape(v, (-1,))[index], result)
     if ok.ndim == 0:
-        where = _stopped(code, getattr(out, "stats", None) or {}, getattr(out, "t1", None))
+        where = _stopped(code, stats, t1)
     else:
         where = f" in {int(np.sum(~ok))} of {ok.size} runs of the batch (the first: run {index})"
-    head, _, advice = str(RESULTS[code]).partition(". ")
+    head, advice = _head_and_advice(code)
     raise RunError(
-        f"{owner or _OWNERS[name]}: {head[0].lower()}{head[1:]}{where}.\n{advice}\n"
+        f"{owner or _OWNERS[name]}: {head}{where}.\n{advice}\n"
         f"(With throw=False the run returns its {name} instead, with this code in "
         f"`{name}.result`.)",
         code,
     )
+
+
+def _head_and_advice(code: RESULTS) -> tuple[str, str]:
+    """A code's message as what happened (lower case, no full stop) and the advice."""
+    head, _, advice = str(RESULTS[code]).partition(". ")
+    return head[0].lower() + head[1:], advice
 
 
 def raise_on_failure(out: Anything, owner: str | None = None) -> Anything:
@@ -182,15 +212,88 @@ def raise_on_failure(out: Anything, owner: str | None = None) -> Anything:
     result is not successful.
 
     A concrete result (a call outside transforms) is checked at once, raising
-    `RunError` with the message first (`check_result`). A traced one is checked when
-    the compiled program runs (`eqx.error_if`), tied to every array of `out` except
-    PRNG keys, which equinox's `error_if` cannot carry.
+    `RunError` with the message first (`check_result`). So is a result that is traced
+    only by `jax.vmap` or autodiff run eagerly (no `jax.jit` or other staging around
+    the call): its values exist, so they are read (through `jax.pure_callback`, only
+    when some batch element failed) and checked the same way. A result traced by
+    staging is checked when the compiled program runs (`eqx.branched_error_if`, whose
+    message names `owner` but follows equinox's report of the stack), tied to every
+    array of `out` except PRNG keys, which equinox's `error_if` cannot carry.
     """
     if check_result(out, owner):
         return out
+    name = type(out).__name__
+    failed = _failed(out.result)
+    if not _staging() and os.environ.get("EQX_ON_ERROR", "raise") == "raise":
+        if bool(unvmap_any(failed)):  # concrete: nothing is staged
+            _raise_if_failed(name, owner, *_gather(_parts(out)))
+        return out
+    index = sum(
+        jnp.where(out.result == getattr(RESULTS, code), i, 0) for i, code in enumerate(_CODES)
+    )
     checked, rest = eqx.partition(out, _not_key)
-    checked = out.result.error_if(checked, _failed(out.result))
+    checked = eqx.branched_error_if(
+        checked, failed, index, _traced_messages(owner or _OWNERS[name], name)
+    )
     return eqx.combine(checked, rest)
+
+
+# The codes of `RESULTS` in order, to index the messages of a traced check.
+_CODES = (
+    "successful",
+    "max_steps_reached",
+    "nonfinite_state",
+    "neighbor_overflow",
+    "neighbor_list_stale",
+    "box_too_small",
+    "event_occurred",
+    "step_size_too_small",
+    "solver_failed",
+    "optimisation_failed",
+)
+
+
+def _traced_messages(owner: str, name: str) -> list[str]:
+    """The message of each code for a run checked inside a staged transform, where the
+    step and the batch element are not known to the message."""
+    out = []
+    for code in _CODES:
+        head, advice = (
+            _head_and_advice(getattr(RESULTS, code)) if code != "successful" else ("", "")
+        )
+        out.append(
+            f"{owner}: {head}.\n{advice}\n(Raised at run time inside jax.jit or another "
+            "staged transform, so this message cannot come first or say the step. For "
+            f"that, run with throw=False and call sciad.check_result on the {name} "
+            "outside the transform.)"
+        )
+    return out
+
+
+def _staging() -> bool:
+    """Whether JAX is staging a computation out (`jax.jit`, `lax.scan`, a checkpoint,
+    ...), as opposed to running it eagerly, possibly under `vmap` or autodiff."""
+    return isinstance(jnp.zeros(()) + 1, Tracer)
+
+
+def _gather(parts: Anything) -> Anything:
+    """The concrete values of `parts`, traced by an eager `jax.vmap` or autodiff only,
+    with their batch axes in front: a `jax.pure_callback` sees the whole batch at once
+    and hands it back here (it does not raise itself: JAX would turn that into a
+    `JaxRuntimeError`)."""
+    leaves, treedef = jax.tree.flatten(jax.lax.stop_gradient(parts))
+    seen: list[list[np.ndarray]] = []
+
+    def keep(*xs: Anything) -> Anything:
+        seen.append([np.asarray(x) for x in xs])
+        return np.zeros(np.shape(xs[0]), np.bool_)
+
+    done = jax.pure_callback(
+        keep, jax.ShapeDtypeStruct((), jnp.bool_), *leaves, vmap_method="broadcast_all"
+    )
+    bool(unvmap_any(done))  # a concrete value: waits for the callback
+    (values,) = seen
+    return jax.tree.unflatten(treedef, [jnp.asarray(v) for v in values])
 
 
 def from_optimistix(code: optx.RESULTS) -> RESULTS:

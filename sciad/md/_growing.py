@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core._integrator import AbstractIntegrator, VelocityVerlet
-from .._core._results import check_result, RESULTS
+from .._core._results import check_result, RESULTS, RunError
 from .._core._simulate import simulate
 from .._core._trajectory import SaveAt, Trajectory
 from .._core._types import Anything, RealScalarLike, State
@@ -87,7 +87,8 @@ def run_growing(
     - `save_every`, `fn`: save `fn(t, y, model)` every `save_every` steps (as
       `SaveAt(steps=save_every, fn=fn)`); `None` saves nothing but the final state.
     - `growth`: the factor (> 1) applied to the capacity on overflow.
-    - `max_regrowths`: give up (raise) after this many regrowths.
+    - `max_regrowths`: give up after this many regrowths, raising a
+      [`sciad.RunError`][sciad.RunError] (`RESULTS.neighbor_overflow`).
     - `integrator_state`: resume from the `integrator_state` of an earlier run.
     - `on_chunk`: optional callback `(chunk_index, chunk_trajectory)`.
 
@@ -131,9 +132,11 @@ def run_growing(
         if traj.result == RESULTS.neighbor_overflow:
             regrowths += 1
             if regrowths > max_regrowths:
-                raise RuntimeError(
-                    f"run_growing: the neighbour list still overflowed after {max_regrowths} "
-                    "regrowths; check the system (is it collapsing?)."
+                raise RunError(
+                    "sciad.md.run_growing: the neighbour list still overflowed after "
+                    f"{max_regrowths} regrowths (in the chunk from step {k}); check the "
+                    "system (is it collapsing?), or raise max_regrowths.",
+                    traj.result,
                 )
             start = integ.model_at(system, state)
             end = integ.model_at(system, traj.integrator_state)

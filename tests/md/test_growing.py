@@ -106,6 +106,23 @@ def test_other_failures_raise_with_the_message_first(setup, nvt):
         _growing(system, (q, p.at[0, 0].set(jnp.inf)), 50, big, nvt)
 
 
+def test_giving_up_on_regrowth_says_so_first(setup, nvt):
+    """Past `max_regrowths` the error is a `sciad.RunError` (a `RuntimeError`, as
+    before) whose first line names the call, the failure and where it stopped."""
+    system, y0, big = setup
+    small = md.NeighborListBuilder.create(
+        system.space, y0[0], cutoff=2.5, skin=0.3, capacity=big.capacity // 3
+    )
+    with pytest.raises(sciad.RunError) as info:
+        _growing(system, y0, 50, small, nvt, max_regrowths=0)
+    assert str(info.value).splitlines()[0] == (
+        "sciad.md.run_growing: the neighbour list still overflowed after 0 regrowths (in "
+        "the chunk from step 0); check the system (is it collapsing?), or raise max_regrowths."
+    )
+    assert info.value.result == sciad.RESULTS.neighbor_overflow
+    assert isinstance(info.value, RuntimeError)
+
+
 def test_equal_chunks_compile_once(setup, monkeypatch):
     """The first chunk starts from the same state type and time dtype as the later ones,
     so three equal chunks trace `simulate` once (a fresh dt keeps the cache cold)."""
