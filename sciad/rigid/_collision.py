@@ -257,11 +257,9 @@ def find_contacts(
         margin = (margins[ia] + margins[ib]).astype(dtype)
         gap = (gaps[ia] + gaps[ib]).astype(dtype)
         fri = fri[:, np.asarray([0, 0, 1, 2, 2])]
-        e = jnp.maximum(ea, eb)
         fref = jnp.zeros((len(ia), 2), dtype)
-        imp, fri, dims, margin, gap, e, fref = table.override(
-            ia, ib, imp, fri, dims, margin, gap, e, fref
-        )
+        mixed = _Material(imp, fri, margin, gap, jnp.maximum(ea, eb), fref)
+        (imp, fri, margin, gap, e, fref), dims = table.override(ia, ib, mixed, dims)
         fri = fri * jnp.asarray(dims > 1, dtype)[:, None]
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
@@ -293,6 +291,18 @@ def find_contacts(
     return Contacts(dist, normal, point, mu, e, weight, imp, tangent, dims, ba, bb, fref, gap)
 
 
+class _Material(NamedTuple):
+    """A group of P pairs' contact parameters: `impedance` (P, 7), `friction` (P, 5),
+    `margin`, `gap`, `restitution` (P,) and `friction_reference` (P, 2)."""
+
+    impedance: Array
+    friction: Array
+    margin: Array
+    gap: Array
+    restitution: Array
+    friction_reference: Array
+
+
 class _ExplicitTable:
     """The explicit pairs' parameters stacked once (`find_contacts`): `override`
     replaces a group's mixed materials by its explicit pairs' own, by static gathers."""
@@ -312,31 +322,32 @@ class _ExplicitTable:
         def stack(xs: list) -> Array:
             return jnp.stack(xs).astype(dtype)
 
-        self.imp = stack(
-            [default if cp.impedance is None else cp.impedance.stacked() for cp in cps]
+        self.material = _Material(
+            stack([default if cp.impedance is None else cp.impedance.stacked() for cp in cps]),
+            stack([cp.friction for cp in cps]),
+            stack([cp.margin for cp in cps]),
+            stack([cp.gap for cp in cps]),
+            stack([cp.restitution for cp in cps]),
+            stack([cp.friction_reference for cp in cps]),
         )
-        self.fri = stack([cp.friction for cp in cps])
-        self.margin = stack([cp.margin for cp in cps])
-        self.gap = stack([cp.gap for cp in cps])
-        self.e = stack([cp.restitution for cp in cps])
-        self.fref = stack([cp.friction_reference for cp in cps])
 
-    def override(self, ia: np.ndarray, ib: np.ndarray, *values: Anything) -> tuple:
-        """(imp, fri, dims, margin, gap, e, fref) of the pairs (ia, ib), the explicit
-        pairs' where a pair is one."""
+    def override(
+        self, ia: np.ndarray, ib: np.ndarray, mixed: _Material, dims: np.ndarray
+    ) -> tuple[_Material, np.ndarray]:
+        """The material and condims (static) of the pairs (ia, ib): the explicit pairs'
+        own where a pair is one, else `mixed` and `dims`."""
         k = np.asarray([self.slot.get(frozenset((i, j)), -1) for i, j in zip(ia, ib, strict=True)])
         if not np.any(k >= 0):
-            return values
+            return mixed, dims
         mine, at = k >= 0, np.maximum(k, 0)
-        own = (self.imp, self.fri, self.dims, self.margin, self.gap, self.e, self.fref)
-        out = []
-        for ours, theirs in zip(own, values, strict=True):
-            if isinstance(theirs, np.ndarray):
-                out.append(np.where(mine, ours[at], theirs))
-            else:
-                m = jnp.asarray(mine).reshape((-1,) + (1,) * (theirs.ndim - 1))
-                out.append(jnp.where(m, ours[at], theirs))
-        return tuple(out)
+
+        def pick(ours: Array, theirs: Array) -> Array:
+            return jnp.where(
+                jnp.asarray(mine).reshape((-1,) + (1,) * (theirs.ndim - 1)), ours[at], theirs
+            )
+
+        material = _Material(*(pick(o, t) for o, t in zip(self.material, mixed, strict=True)))
+        return material, np.where(mine, self.dims[at], dims)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
