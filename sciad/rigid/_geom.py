@@ -32,7 +32,9 @@ class Geom(eqx.Module):
     body, or of bodies welded together by [`FixedJoint`][sciad.rigid.FixedJoint]s,
     never collide, nor a body with its parent (unless the parent is the world);
     otherwise a pair collides when `(contype₁ & conaffinity₂) | (contype₂ &
-    conaffinity₁)` is nonzero, and it is not excluded by `MultiBody(exclude=...)`.
+    conaffinity₁)` is nonzero, and it is not excluded by `MultiBody(exclude=...)`. A
+    [`ContactPair`][sciad.rigid.ContactPair] collides two named geoms regardless, with
+    its own parameters.
 
     **Arguments:**
 
