@@ -33,7 +33,11 @@ from ._equality import (
     TendonEquality as TendonEquality,
 )
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
-from ._geom import ContactModel as ContactModel, Geom as Geom
+from ._geom import (
+    ContactModel as ContactModel,
+    ContactPair as ContactPair,
+    Geom as Geom,
+)
 from ._hfield import HeightField as HeightField
 from ._impedance import Impedance as Impedance, InverseWeights as InverseWeights
 from ._integrators import (

@@ -18,7 +18,7 @@ from .._core._types import Anything
 from .._core._validate import (
     is_concrete,
 )
-from ._geom import ContactModel, Geom
+from ._geom import ContactModel, ContactPair, Geom
 from ._hfield import HeightField
 from ._impedance import mix
 from ._narrowphase import (
@@ -47,13 +47,15 @@ def contact_pairs(
     parents: Sequence[int],
     weld_root: Sequence[int],
     exclude: set[frozenset[int]],
+    explicit: Sequence[tuple[int, int]] = (),
 ) -> tuple[tuple[int, int], ...]:
     """The static list of colliding geom pairs (i, j), ordered so that geom i's shape
     sorts first; raises for a pair no collision function handles.
 
     MuJoCo's filter: bodies welded together (same weld group; the world's group is
     −1) never collide, nor a weld group with its parent's group unless either is
-    welded to the world."""
+    welded to the world. The `explicit` pairs (`ContactPair`s' geoms) follow the
+    filtered ones, unfiltered, and replace a filtered pair of the same two geoms."""
 
     def group(b: int) -> int:
         return -1 if b < 0 else weld_root[b]
@@ -61,6 +63,7 @@ def contact_pairs(
     def parent_group(g: int) -> int:
         return -1 if g < 0 else group(parents[g])
 
+    named = {frozenset(p) for p in explicit}
     pairs = []
     for i in range(len(geoms)):
         for j in range(i + 1, len(geoms)):
@@ -75,24 +78,42 @@ def contact_pairs(
                 continue
             if not ((gi.contype & gj.conaffinity) or (gj.contype & gi.conaffinity)):
                 continue
-            ki, kj = _kind(gi.shape), _kind(gj.shape)
-            if _ORDER.index(ki) > _ORDER.index(kj):
-                i_, j_, ki, kj = j, i, kj, ki
-            else:
-                i_, j_ = i, j
-            if (ki, kj) in NEVER_COLLIDE:
-                continue
-            if (ki, kj) not in _COLLIDE:
-                raise ValueError(
-                    f"no collision function for {_geom_label(geoms, i_)} against "
-                    f"{_geom_label(geoms, j_)} ({ki.__name__}–{kj.__name__} is not "
-                    "supported); exclude the pair with MultiBody(exclude=[(body_a, "
-                    "body_b)]) or with contype/conaffinity."
-                )
-            if ki is HeightField:
-                _check_window(geoms, i_, j_)
-            pairs.append((i_, j_))
+            if frozenset((i, j)) not in named and (pair := _ordered(geoms, i, j)):
+                pairs.append(pair)
+    for i, j in explicit:
+        pair = _ordered(geoms, i, j, explicit=True)
+        if not pair:
+            raise ValueError(
+                f"ContactPair of {_geom_label(geoms, i)} and {_geom_label(geoms, j)}: "
+                "MuJoCo has no collision between these shapes."
+            )
+        pairs.append(pair)
     return tuple(pairs)
+
+
+def _ordered(geoms: Sequence[Geom], i: int, j: int, explicit: bool = False) -> tuple[int, ...]:
+    """The pair (i, j) ordered by shape kind, () for kinds that never collide; raises
+    for a pair no collision function handles."""
+    ki, kj = _kind(geoms[i].shape), _kind(geoms[j].shape)
+    if _ORDER.index(ki) > _ORDER.index(kj):
+        i, j, ki, kj = j, i, kj, ki
+    if (ki, kj) in NEVER_COLLIDE:
+        return ()
+    if (ki, kj) not in _COLLIDE:
+        how = (
+            "remove the ContactPair"
+            if explicit
+            else "exclude the pair with MultiBody(exclude=[(body_a, body_b)]) or with "
+            "contype/conaffinity"
+        )
+        raise ValueError(
+            f"no collision function for {_geom_label(geoms, i)} against "
+            f"{_geom_label(geoms, j)} ({ki.__name__}–{kj.__name__} is not "
+            f"supported); {how}."
+        )
+    if ki is HeightField:
+        _check_window(geoms, i, j)
+    return (i, j)
 
 
 def _check_window(geoms: Sequence[Geom], i: int, j: int) -> None:
@@ -126,7 +147,11 @@ class Contacts(NamedTuple):
     capsule's axis on a plane; zero elsewhere, see `contact_frames`), and the static
     arrays
     `dim` (C,) (the pair's condim: 1, 3, 4 or 6, MuJoCo's contact dimension) and body
-    indices `body_a`, `body_b` (C,) (−1: the world).
+    indices `body_a`, `body_b` (C,) (−1: the world); `friction_reference` (C, 2) the
+    pair's reference for the friction rows of an elliptic cone (MuJoCo's
+    `solreffriction`, a `ContactPair`'s `friction_reference`; (0, 0): the normal's),
+    and `gap` (C,) the pair's gap (length): MuJoCo lists a contact when
+    `dist < gap`, and it acts when `dist < 0`.
 
     **Example:** `touching = model.contacts(q).dist < 0`
     """
@@ -142,6 +167,8 @@ class Contacts(NamedTuple):
     dim: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
+    friction_reference: Float[Array, "C 2"]
+    gap: Float[Array, " C"]
 
     @property
     def frictional(self) -> np.ndarray:
@@ -184,13 +211,15 @@ def find_contacts(
     pos: Array,
     model: ContactModel,
     depth_only: bool = False,
+    explicit: Sequence[tuple[tuple[int, int], ContactPair]] = (),
 ) -> Contacts:
     """Every candidate contact point: one batched distance function per pair kind.
 
     `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
-    the impedance of geoms that set none. `depth_only`: each pair's deepest points only
-    (a multiccd pair's first contact: its other points share that distance), for the
-    deep-penetration check.
+    the impedance of geoms and explicit pairs that set none. `depth_only`: each pair's
+    deepest points only (a multiccd pair's first contact: its other points share that
+    distance), for the deep-penetration check. `explicit`: the `ContactPair`s with
+    their geom pairs (i, j) (among `pairs`), whose contacts take the pair's parameters.
     """
     dtype = pos.dtype
     gb = np.asarray(geom_body, dtype=np.int64)
@@ -210,11 +239,13 @@ def find_contacts(
     condim = np.asarray([g.condim for g in geoms], np.int64)
     restitution = jnp.stack([g.restitution for g in geoms]).astype(dtype)
     margins = jnp.stack([g.margin for g in geoms])
+    gaps = jnp.stack([g.gap for g in geoms])
     own = np.asarray([g.impedance is not None for g in geoms])
     default = model.impedance.stacked()
     impedances = jnp.stack(
         [default if g.impedance is None else g.impedance.stacked() for g in geoms]
     )
+    table = _ExplicitTable(explicit, default, dtype)
     parts = []
     for fn, k, ia, ib in _pair_groups(geoms, pairs, depth_only):
         batched = fn if fn in BATCHED else jax.vmap(fn)
@@ -224,7 +255,12 @@ def find_contacts(
         imp, fri, dims = _pair_material(ia, ib, priority, condim, friction, own, impedances)
         imp = jnp.where((own[ia] | own[ib])[:, None], imp, default[None]).astype(dtype)
         margin = (margins[ia] + margins[ib]).astype(dtype)
-        fri = fri[:, np.asarray([0, 0, 1, 2, 2])] * jnp.asarray(dims > 1, dtype)[:, None]
+        gap = (gaps[ia] + gaps[ib]).astype(dtype)
+        fri = fri[:, np.asarray([0, 0, 1, 2, 2])]
+        fref = jnp.zeros((len(ia), 2), dtype)
+        mixed = _Material(imp, fri, margin, gap, jnp.maximum(ea, eb), fref)
+        (imp, fri, margin, gap, e, fref), dims = table.override(ia, ib, mixed, dims)
+        fri = fri * jnp.asarray(dims > 1, dtype)[:, None]
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
         tangent = jnp.zeros((len(ia), 3), dtype) if axis is None else axis
@@ -234,22 +270,84 @@ def find_contacts(
                 pts.normal.reshape(-1, 3),
                 pts.point.reshape(-1, 3),
                 jnp.repeat(fri, k, axis=0),
-                jnp.repeat(jnp.maximum(ea, eb), k),
+                jnp.repeat(e, k),
                 weight.reshape(-1),
                 jnp.repeat(imp, k, axis=0),
                 jnp.repeat(tangent, k, axis=0),
                 np.repeat(dims, k),
                 np.repeat(gb[ia], k),
                 np.repeat(gb[ib], k),
+                jnp.repeat(fref, k, axis=0),
+                jnp.repeat(gap, k),
             )
         )
     cols = list(zip(*parts, strict=True))
     dist, normal, point, mu, e, weight, imp, tangent = (jnp.concatenate(x) for x in cols[:8])
-    dims, ba, bb = (np.concatenate(x) for x in cols[8:])
+    dims, ba, bb = (np.concatenate(x) for x in cols[8:11])
+    fref, gap = (jnp.concatenate(x) for x in cols[11:])
     n_bodies = rot.shape[0]
     ba = np.where(ba == n_bodies, -1, ba)
     bb = np.where(bb == n_bodies, -1, bb)
-    return Contacts(dist, normal, point, mu, e, weight, imp, tangent, dims, ba, bb)
+    return Contacts(dist, normal, point, mu, e, weight, imp, tangent, dims, ba, bb, fref, gap)
+
+
+class _Material(NamedTuple):
+    """A group of P pairs' contact parameters: `impedance` (P, 7), `friction` (P, 5),
+    `margin`, `gap`, `restitution` (P,) and `friction_reference` (P, 2)."""
+
+    impedance: Array
+    friction: Array
+    margin: Array
+    gap: Array
+    restitution: Array
+    friction_reference: Array
+
+
+class _ExplicitTable:
+    """The explicit pairs' parameters stacked once (`find_contacts`): `override`
+    replaces a group's mixed materials by its explicit pairs' own, by static gathers."""
+
+    def __init__(
+        self,
+        explicit: Sequence[tuple[tuple[int, int], ContactPair]],
+        default: Array,
+        dtype: Anything,
+    ):
+        self.slot = {frozenset(ij): k for k, (ij, _) in enumerate(explicit)}
+        if not explicit:
+            return
+        cps = [cp for _, cp in explicit]
+        self.dims = np.asarray([cp.condim for cp in cps], np.int64)
+
+        def stack(xs: list) -> Array:
+            return jnp.stack(xs).astype(dtype)
+
+        self.material = _Material(
+            stack([default if cp.impedance is None else cp.impedance.stacked() for cp in cps]),
+            stack([cp.friction for cp in cps]),
+            stack([cp.margin for cp in cps]),
+            stack([cp.gap for cp in cps]),
+            stack([cp.restitution for cp in cps]),
+            stack([cp.friction_reference for cp in cps]),
+        )
+
+    def override(
+        self, ia: np.ndarray, ib: np.ndarray, mixed: _Material, dims: np.ndarray
+    ) -> tuple[_Material, np.ndarray]:
+        """The material and condims (static) of the pairs (ia, ib): the explicit pairs'
+        own where a pair is one, else `mixed` and `dims`."""
+        k = np.asarray([self.slot.get(frozenset((i, j)), -1) for i, j in zip(ia, ib, strict=True)])
+        if not np.any(k >= 0):
+            return mixed, dims
+        mine, at = k >= 0, np.maximum(k, 0)
+
+        def pick(ours: Array, theirs: Array) -> Array:
+            return jnp.where(
+                jnp.asarray(mine).reshape((-1,) + (1,) * (theirs.ndim - 1)), ours[at], theirs
+            )
+
+        material = _Material(*(pick(o, t) for o, t in zip(self.material, mixed, strict=True)))
+        return material, np.where(mine, self.dims[at], dims)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
@@ -265,16 +363,23 @@ _EXACT_APART = {
 }
 
 
-def check_margins(geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]) -> None:
-    """Refuse a margin on a pair whose separated distance is not exact."""
+def check_margins(
+    geoms: Sequence[Geom],
+    pairs: Sequence[tuple[int, int]],
+    explicit: Sequence[tuple[tuple[int, int], ContactPair]] = (),
+) -> None:
+    """Refuse a margin or a gap on a pair whose separated distance is not exact (the
+    `explicit` pairs' own, the geoms' for the others)."""
+    own = {frozenset(ij): (cp.margin, cp.gap) for ij, cp in explicit}
     for i, j in pairs:
         a, b = geoms[i], geoms[j]
-        if all(is_concrete(g.margin) and float(g.margin) == 0 for g in (a, b)):
+        reach = own.get(frozenset((i, j)), (a.margin, b.margin, a.gap, b.gap))
+        if all(is_concrete(x) and float(x) == 0 for x in reach):
             continue
         kinds = (_kind(a.shape), _kind(b.shape))
         if kinds not in _EXACT_APART:
             raise ValueError(
-                f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin "
+                f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin or gap "
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
                 "and capsules with each other, boxes and cylinders against planes, and "
@@ -348,8 +453,8 @@ _geom_frames = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
     lambda model, q: (lambda f: (f.rot, f.pos))(model._frames(q)), compiler_options=_FAST_COMPILE
 )
 _distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
-    lambda geoms, geom_body, pairs, rot, pos, contact: (lambda c: (c.dist, c.impedance))(
-        find_contacts(geoms, geom_body, pairs, rot, pos, contact, depth_only=True)
+    lambda geoms, geom_body, pairs, rot, pos, contact, explicit: (lambda c: (c.dist, c.impedance))(
+        find_contacts(geoms, geom_body, pairs, rot, pos, contact, True, explicit)
     ),
     compiler_options=_FAST_COMPILE,
 )
@@ -399,7 +504,8 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     if not pairs:
         return
     geoms = model.geoms
-    out = _distances(geoms, model.geom_body, pairs, rot, pos, model.contact)
+    explicit = model.explicit_pairs()
+    out = _distances(geoms, model.geom_body, pairs, rot, pos, model.contact, explicit)
     dist, imps = (np.asarray(x) for x in out)
     groups = _pair_groups(geoms, pairs, depth_only=True)
     ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])

@@ -307,7 +307,8 @@ def contact_terms(
 ) -> tuple[Float[Array, "C D nv"], Float[Array, "C D"], Float[Array, " C"], Float[Array, " C"]]:
     """The elliptic cone rows of the contacts for a step `dt`, in the form the solve
     takes them (`solve_contacts`): the Jacobian and reference velocities û (MuJoCo's,
-    `row_terms`: the normal's from the distance, the friction rows' damped only) with
+    `row_terms`: the normal's from the distance, the friction rows' damped only, with
+    the pair's `friction_reference` where it sets one) with
     each friction row j scaled by √(R_n/R_j), the inverse regularisations 1/R_n of the
     normals (zero for contacts that do not touch; R_n from the normal's inverse
     inertia `diagonal`) and the cone slopes μ.
@@ -323,10 +324,11 @@ def contact_terms(
     u_n, r = row_terms(c.impedance, c.dist, u[:, 0], diagonal, dt)
     bounce = jnp.maximum(u_n, -c.restitution * u[:, 0])
     u_n = jnp.where(c.restitution > 0, bounce, u_n)
+    # MuJoCo's solreffriction, where a pair sets one, replaces the friction rows' solref
+    own = jnp.any(c.friction_reference != 0, axis=1, keepdims=True)
+    imp_f = c.impedance.at[:, :2].set(jnp.where(own, c.friction_reference, c.impedance[:, :2]))
     tangent = jax.vmap(
-        lambda ut: row_terms(c.impedance, jnp.zeros_like(c.dist), ut, diagonal, dt, friction=True)[
-            0
-        ],
+        lambda ut: row_terms(imp_f, jnp.zeros_like(c.dist), ut, diagonal, dt, friction=True)[0],
         in_axes=1,
         out_axes=1,
     )(u[:, 1:])

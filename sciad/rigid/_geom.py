@@ -5,6 +5,7 @@ constraint rows → the solve)."""
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
+import numpy as np
 
 from .._core._types import FloatScalar, RealScalarLike
 from .._core._validate import (
@@ -13,11 +14,12 @@ from .._core._validate import (
     check_int,
     check_positive,
     check_scalar,
+    is_concrete,
 )
 from ._body import _unit_quat
 from ._impedance import Impedance
 from ._shapes import AbstractShape
-from ._types import QuatLike, ScalarLike, Vec3Like
+from ._types import Friction5Like, QuatLike, RangeLike, ScalarLike, Vec3Like
 
 
 class Geom(eqx.Module):
@@ -30,7 +32,9 @@ class Geom(eqx.Module):
     body, or of bodies welded together by [`FixedJoint`][sciad.rigid.FixedJoint]s,
     never collide, nor a body with its parent (unless the parent is the world);
     otherwise a pair collides when `(contype₁ & conaffinity₂) | (contype₂ &
-    conaffinity₁)` is nonzero, and it is not excluded by `MultiBody(exclude=...)`.
+    conaffinity₁)` is nonzero, and it is not excluded by `MultiBody(exclude=...)`. A
+    [`ContactPair`][sciad.rigid.ContactPair] collides two named geoms regardless, with
+    its own parameters.
 
     **Arguments:**
 
@@ -70,6 +74,11 @@ class Geom(eqx.Module):
       rests about that far from what it stands on. Only for pairs whose separated
       distance is exact: planes, spheres and capsules with each other, and boxes
       against planes.
+    - `gap` (length, ≥ 0): MuJoCo's `gap`: a pair also generates contacts up to the
+      sum of its geoms' margins plus the sum of their gaps, but those beyond the
+      margins are inactive (`Contacts.gap`; no force, as MuJoCo excludes them from the
+      constraints). It changes which contacts are listed, never the dynamics. Only for
+      the pairs a margin allows.
 
     **Example:**
 
@@ -94,6 +103,7 @@ class Geom(eqx.Module):
     torsional_friction: FloatScalar
     rolling_friction: FloatScalar
     priority: int = eqx.field(static=True)
+    gap: FloatScalar
 
     def __init__(
         self,
@@ -113,6 +123,7 @@ class Geom(eqx.Module):
         torsional_friction: ScalarLike = 0.005,
         rolling_friction: ScalarLike = 0.0001,
         priority: int = 0,
+        gap: ScalarLike = 0.0,
     ):
         if not isinstance(shape, AbstractShape):
             raise TypeError(
@@ -149,6 +160,117 @@ class Geom(eqx.Module):
         check_positive(rolling_friction, f"{label} rolling_friction", zero_ok=True)
         self.rolling_friction = jnp.asarray(rolling_friction)
         self.priority = check_int(priority, f"{label} priority", minimum=None)
+        check_positive(gap, f"{label} gap", zero_ok=True)
+        self.gap = jnp.asarray(gap)
+
+
+class ContactPair(eqx.Module):
+    """An explicit contact pair (MuJoCo's `<contact><pair>`): two named geoms that
+    collide with this pair's own parameters, whatever their `contype`/`conaffinity`,
+    even a body and its parent, and despite `MultiBody(exclude=...)`.
+
+    The two geoms' own materials are not used (no maximum, no mix, no priority): the
+    pair's `condim`, `friction`, `impedance`, `margin` and `gap` are its contacts'. If
+    the dynamic filter would also collide the two geoms, that dynamic pair is dropped
+    (MuJoCo's `mj_collision` skips a dynamic geom pair that an explicit pair names).
+    List them in `MultiBody(..., contact_pairs=[...])`.
+
+    **Arguments:**
+
+    - `geom1`, `geom2`: the [`Geom`][sciad.rigid.Geom]s' `name`s (two different geoms,
+      not both fixed to the world).
+    - `condim`: MuJoCo's contact dimensionality, 1, 3 (default), 4 or 6 (see `Geom`).
+    - `friction`: shape `(5,)`, MuJoCo's five coefficients (sliding along the first and
+      the second tangent, dimensionless; torsional, and rolling about the two tangents,
+      length); default MuJoCo's (1, 1, 0.005, 0.0001, 0.0001). Each ≥ 0.
+    - `impedance`: its contacts' [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
+      `solref`, `solimp`); `None` (default): the model's `ContactModel`'s.
+    - `friction_reference`: shape `(2,)`, MuJoCo's `solreffriction`: the reference of
+      the friction rows of an elliptic cone, (τ, ζ) (time, dimensionless; both > 0)
+      or the direct (−stiffness, −damping) (both ≤ 0); the friction rows are damped
+      with b = 2/(d_max τ) (τ ≥ 2 steps) or b' / d_max, d_max the impedance's. Default
+      (0, 0): the normal's reference (`impedance`). A pyramidal cone ignores it, as
+      MuJoCo does.
+    - `margin` (length, ≥ 0): the pair acts when its distance is below it (MuJoCo's
+      pair `margin`, replacing the geoms' sum).
+    - `gap` (length, ≥ 0): contacts up to `margin + gap` are generated but inactive
+      (see `Geom`).
+    - `restitution`: Newton's coefficient in [0, 1] (sciad's; MuJoCo has none),
+      default 0.
+    - `name`: an optional name, used in error messages.
+
+    Reference: MuJoCo documentation, XML reference, `contact/pair`; `mj_collision` and
+    `mj_makeImpedance` (MuJoCo's engine_collision_driver.c, engine_core_constraint.c).
+
+    **Example:**
+
+    ```python
+    rigid = sciad.rigid
+    finger = rigid.ContactPair("fingertip", "object", condim=4,
+                               friction=(1.2, 1.2, 0.01, 1e-4, 1e-4),
+                               impedance=rigid.Impedance(time_constant=0.005))
+    model = rigid.MultiBody(bodies, geoms=geoms, contact_pairs=[finger])
+    ```
+    """
+
+    geom1: str = eqx.field(static=True)
+    geom2: str = eqx.field(static=True)
+    condim: int = eqx.field(static=True)
+    friction: Float[Array, "5"]
+    impedance: Impedance | None
+    friction_reference: Float[Array, "2"]
+    margin: FloatScalar
+    gap: FloatScalar
+    restitution: FloatScalar
+    name: str | None = eqx.field(static=True)
+
+    def __init__(
+        self,
+        geom1: str,
+        geom2: str,
+        *,
+        condim: int = 3,
+        friction: Friction5Like = (1.0, 1.0, 0.005, 0.0001, 0.0001),
+        impedance: Impedance | None = None,
+        friction_reference: RangeLike = (0.0, 0.0),
+        margin: ScalarLike = 0.0,
+        gap: ScalarLike = 0.0,
+        restitution: ScalarLike = 0.0,
+        name: str | None = None,
+    ):
+        for which, g in (("geom1", geom1), ("geom2", geom2)):
+            if not isinstance(g, str):
+                raise TypeError(f"ContactPair {which} must be a geom name (str); got {g!r}.")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"ContactPair name must be a string or None; got {name!r}.")
+        label = f"ContactPair {name or (geom1, geom2)!r}"
+        if geom1 == geom2:
+            raise ValueError(f"{label}: geom1 and geom2 must be two different geoms.")
+        self.geom1, self.geom2, self.name = geom1, geom2, name
+        self.condim = check_int(condim, f"{label} condim", allowed=(1, 3, 4, 6))
+        self.friction = as_float_array(friction, f"{label} friction", (5,))
+        check_positive(self.friction, f"{label} friction", zero_ok=True, shape=(5,))
+        if impedance is not None and not isinstance(impedance, Impedance):
+            raise TypeError(
+                f"{label} impedance must be a sciad.rigid.Impedance or None; got {impedance!r}."
+            )
+        self.impedance = impedance
+        ref = as_float_array(friction_reference, f"{label} friction_reference", (2,))
+        if is_concrete(ref):
+            tau, zeta = (float(x) for x in np.asarray(ref))
+            if (tau > 0) != (zeta > 0):
+                raise ValueError(
+                    f"{label} friction_reference must be both > 0 (time constant, damping "
+                    "ratio) or both <= 0 (-stiffness, -damping; (0, 0): the normal's); got "
+                    f"({tau!r}, {zeta!r})."
+                )
+        self.friction_reference = ref
+        for what, x in (("margin", margin), ("gap", gap)):
+            check_positive(x, f"{label} {what}", zero_ok=True)
+        self.margin, self.gap = jnp.asarray(margin), jnp.asarray(gap)
+        check_scalar(restitution, f"{label} restitution")
+        check_in_range(restitution, f"{label} restitution", 0.0, 1.0)
+        self.restitution = jnp.asarray(restitution)
 
 
 class ContactModel(eqx.Module):

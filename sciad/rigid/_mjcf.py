@@ -22,6 +22,7 @@ from ._mjcf_elements import (
     convert_actuator,
     convert_geoms,
     convert_joint,
+    convert_pairs,
     disabled,
     Labels,
 )
@@ -140,13 +141,6 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     ):
         if getattr(m, count) > 0:
             label.block(f"{label(obj, 0)}: {what}.")
-    if m.npair > 0:
-        g1, g2 = m.pair_geom1[0], m.pair_geom2[0]
-        label.block(
-            f"{label('pair', 0)} (geoms {label.name('geom', g1)!r} and "
-            f"{label.name('geom', g2)!r}): explicit <contact><pair>s are not supported; "
-            "sciad pairs geoms by contype/conaffinity only."
-        )
     if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
         label.block(
             'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
@@ -324,7 +318,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `solimp` (as for the limits; a pair of equal priorities mixes its two geoms' as
       MuJoCo does with equal `solmix`) and its `margin` (a pair acts
       below the sum of its margins apart, as in MuJoCo 4, so a resting body hovers
-      there; for the pairs whose separated distance is exact). A `gap` is refused.
+      there; for the pairs whose separated distance is exact) and `gap` (contacts up
+      to margin + gap are listed, inactive).
+    - **explicit `<contact><pair>`s** as [`ContactPair`][sciad.rigid.ContactPair]s
+      with MuJoCo's compiled `pair_dim`, `pair_friction` (five), `pair_solref`,
+      `pair_solimp`, `pair_solreffriction`, `pair_margin` and `pair_gap`; they
+      collide whatever the filters and replace the dynamic pair of the same geoms.
     - **ignored** (no effect on the dynamics): sensors, sites, cameras, lights,
       visual assets, keyframes (the initial state is `qpos0`), and solver settings.
 
@@ -452,6 +451,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)
+    contact_pairs = convert_pairs(m, label, colliding)
     if label.blockers:
         n = len(label.blockers)
         raise ValueError(
@@ -483,6 +483,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
             inverse_weights=weights,
             exclude=exclude,
             medium=_medium(m, mujoco, owner, frame),
+            contact_pairs=contact_pairs,
         )
     except ValueError as e:
         raise ValueError(f"MJCF model: {e}") from e

@@ -13,7 +13,7 @@ import numpy as np
 from .._core._geometry import _hamilton_np
 from ._activation import AbstractActivation, FilterActivation, IntegratorActivation
 from ._actuators import JointActuator, TendonActuator
-from ._geom import Geom
+from ._geom import ContactPair, Geom
 from ._hfield import HeightField
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
@@ -351,8 +351,9 @@ def _shape(
 
 
 def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int], set]:
-    """MuJoCo's colliding geom pairs, the geoms in them (sorted) and the excluded body
-    pairs; none when contacts are disabled."""
+    """MuJoCo's colliding geom pairs (the filtered ones and the explicit `<pair>`s),
+    the geoms in them (sorted) and the excluded body pairs; none when contacts are
+    disabled."""
     if (
         m.ngeom == 0
         or disabled(m, mujoco, "mjDSBL_CONTACT")
@@ -362,6 +363,7 @@ def colliding_geoms(m: Any, mujoco: Any) -> tuple[set[tuple[int, int]], list[int
     sigs = [int(s) for s in m.exclude_signature[: m.nexclude]]
     excluded = {frozenset((s >> 16, s & 0xFFFF)) for s in sigs}
     pairs = _mujoco_pairs(m, excluded, int(mujoco.mjtGeom.mjGEOM_PLANE))
+    pairs |= {_explicit(m, k) for k in range(m.npair)}
     return pairs, sorted({g for pair in pairs for g in pair}), excluded
 
 
@@ -394,8 +396,6 @@ def convert_geoms(
         where = label("geom", g)
         shape = _shape(m, mujoco, label, g, pairs)
         imp = impedance_of(label, where, m.geom_solref[g], m.geom_solimp[g])
-        if m.geom_gap[g] != 0:
-            label.block(f"{where}: a contact gap (inactive contacts) is not supported.")
         if m.geom_solmix[g] != m.geom_solmix[ids[0]]:
             label.block(
                 f"{where}: solmix {m.geom_solmix[g]} differs from {label('geom', ids[0])}'s "
@@ -420,9 +420,10 @@ def convert_geoms(
                 restitution=0.0,
                 contype=int(m.geom_contype[g]),
                 conaffinity=int(m.geom_conaffinity[g]),
-                name=label.name("geom", g) or f"geom{g}",
+                name=geom_name(label, g),
                 impedance=imp,
                 margin=float(m.geom_margin[g]),
+                gap=float(m.geom_gap[g]),
                 condim=int(m.geom_condim[g]),
                 priority=int(m.geom_priority[g]),
             )
@@ -441,3 +442,53 @@ def convert_geoms(
             ):
                 exclude.add((owner[b1], owner[b2]))
     return geoms, ids, sorted(exclude, key=str), pairs
+
+
+def geom_name(label: Labels, g: int) -> str:
+    """The name of MuJoCo's geom g in the converted model (`geom<g>` when unnamed)."""
+    return label.name("geom", g) or f"geom{g}"
+
+
+def _explicit(m: Any, k: int) -> tuple[int, int]:
+    """The geoms (g1 < g2) of MuJoCo's explicit pair k."""
+    g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
+    return (min(g1, g2), max(g1, g2))
+
+
+def convert_pairs(
+    m: Any,
+    label: Labels,
+    colliding: tuple[set[tuple[int, int]], list[int], set],
+) -> list[ContactPair]:
+    """MuJoCo's explicit `<contact><pair>`s as `ContactPair`s of the geoms that
+    `convert_geoms` names, with the compiled parameters; none when contacts are
+    disabled (`colliding` empty)."""
+    if not colliding[1]:
+        return []
+    out = []
+    for k in range(m.npair):
+        where = label("pair", k)
+        g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
+        if g1 == g2:
+            label.block(f"{where}: a geom paired with itself.")
+            continue
+        if nonzero(m.pair_adhesion[k]):
+            label.block(f"{where}: adhesion is not supported.")
+        imp = impedance_of(label, where, m.pair_solref[k], m.pair_solimp[k])
+        try:
+            out.append(
+                ContactPair(
+                    geom_name(label, g1),
+                    geom_name(label, g2),
+                    condim=int(m.pair_dim[k]),
+                    friction=np.asarray(m.pair_friction[k], np.float64),
+                    impedance=imp,
+                    friction_reference=np.asarray(m.pair_solreffriction[k], np.float64),
+                    margin=float(m.pair_margin[k]),
+                    gap=float(m.pair_gap[k]),
+                    name=label.name("pair", k) or f"pair{k}",
+                )
+            )
+        except ValueError as e:
+            label.block(f"{where}: {e}")
+    return out

@@ -44,7 +44,7 @@ from ._equality import (
     joint_friction_rows,
 )
 from ._fluid import Medium
-from ._geom import ContactModel, Geom
+from ._geom import ContactModel, ContactPair, Geom
 from ._impedance import InverseWeights, RowBlock
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._spatial import (
@@ -79,6 +79,36 @@ def _check_massless(bodies: tuple[Body, ...], parents: list[int]) -> None:
                 "body with mass descends from it: its joint would have no inertia. Give it "
                 "a mass and inertia, or attach the bodies it should carry."
             )
+
+
+def _resolve_pairs(
+    geoms: tuple[Geom, ...], geom_body: tuple[int, ...], explicit: tuple[ContactPair, ...]
+) -> dict[frozenset[int], ContactPair]:
+    """The `ContactPair`s by their geoms' indices (a set of two), checked: named
+    geoms that exist once, not both on the world, each pair once."""
+    names: dict[str, int] = {}
+    for i, g in enumerate(geoms):
+        if g.name is not None:
+            names[g.name] = -1 if g.name in names else i
+    seen: dict[frozenset[int], ContactPair] = {}
+    for k, cp in enumerate(explicit):
+        if not isinstance(cp, ContactPair):
+            raise TypeError(
+                f"MultiBody contact_pairs must be sciad.rigid.ContactPair; item {k} is {cp!r}."
+            )
+        label = f"ContactPair {k} ({cp.geom1!r}, {cp.geom2!r})"
+        ij = []
+        for name in (cp.geom1, cp.geom2):
+            if names.get(name, -1) < 0:
+                why = "two geoms have" if name in names else "no geom has"
+                raise ValueError(f"{label}: {why} the name {name!r}.")
+            ij.append(names[name])
+        if geom_body[ij[0]] < 0 and geom_body[ij[1]] < 0:
+            raise ValueError(f"{label}: both geoms are fixed to the world.")
+        if frozenset(ij) in seen:
+            raise ValueError(f"{label} repeats an earlier pair of the same geoms.")
+        seen[frozenset(ij)] = cp
+    return seen
 
 
 def _check_weights(w: InverseWeights | None, n: int, nv: int) -> InverseWeights | None:
@@ -147,6 +177,9 @@ class MultiBody(AbstractModel):
       regularisation; `None` (default): the exact inverse inertia of each row at the
       current configuration.
     - `exclude`: pairs of body names (`None`: the world) whose geoms never collide.
+    - `contact_pairs`: a sequence of [`ContactPair`][sciad.rigid.ContactPair]s:
+      explicit pairs of named geoms that collide with their own parameters, besides
+      (and instead of) the filtered ones (MuJoCo's `<contact><pair>`).
     - `medium`: a [`Medium`][sciad.rigid.Medium]: the fluid (density, viscosity, wind)
       whose drag acts on every body with mass (MuJoCo's inertia-box model); `None`
       (default): vacuum.
@@ -197,6 +230,8 @@ class MultiBody(AbstractModel):
     inverse_weights: InverseWeights | None
     geom_body: tuple[int, ...] = eqx.field(static=True)
     pairs: tuple[tuple[int, int], ...] = eqx.field(static=True)
+    contact_pairs: tuple[ContactPair, ...]
+    pair_geoms: tuple[tuple[int, int], ...] = eqx.field(static=True)
     medium: Medium | None
 
     def __init__(
@@ -214,6 +249,7 @@ class MultiBody(AbstractModel):
         inverse_weights: InverseWeights | None = None,
         exclude: Sequence[tuple[str | None, str | None]] = (),
         medium: Medium | None = None,
+        contact_pairs: Sequence[ContactPair] = (),
     ):
         bodies = tuple(bodies)
         if not bodies:
@@ -291,7 +327,9 @@ class MultiBody(AbstractModel):
         if wrench is not None and not isinstance(wrench, AbstractControl):
             wrench = ConstantControl(as_float_array(wrench, "MultiBody wrench"))
         self.wrench = wrench
-        self._set_contacts(bodies, index, parents, tuple(geoms), contact, tuple(exclude))
+        self._set_contacts(
+            bodies, index, parents, tuple(geoms), contact, tuple(exclude), tuple(contact_pairs)
+        )
         self.inverse_weights = _check_weights(inverse_weights, len(bodies), self.nv)
         if medium is not None:
             if not isinstance(medium, Medium):
@@ -308,6 +346,7 @@ class MultiBody(AbstractModel):
         geoms: tuple[Geom, ...],
         contact: ContactModel | None,
         exclude: tuple[tuple[str | None, str | None], ...],
+        explicit: tuple[ContactPair, ...],
     ) -> None:
         for i, g in enumerate(geoms):
             if not isinstance(g, Geom):
@@ -334,8 +373,21 @@ class MultiBody(AbstractModel):
         self.geoms = geoms
         self.contact = ContactModel() if contact is None else contact
         self.geom_body = tuple(-1 if g.body is None else index[g.body] for g in geoms)
-        self.pairs = contact_pairs(geoms, self.geom_body, parents, weld_root, ex)
-        check_margins(geoms, self.pairs)
+        seen = _resolve_pairs(geoms, self.geom_body, explicit)
+        explicit_ij = tuple((min(ij), max(ij)) for ij in seen)
+        self.pairs = contact_pairs(geoms, self.geom_body, parents, weld_root, ex, explicit_ij)
+        # each ContactPair's geoms in the order of `pairs` (shape kind first)
+        self.pair_geoms = tuple(p for p in self.pairs if frozenset(p) in seen)
+        self.contact_pairs = tuple(seen[frozenset(p)] for p in self.pair_geoms)
+        check_margins(geoms, self.pairs, self.explicit_pairs())
+
+    def explicit_pairs(self) -> tuple[tuple[tuple[int, int], ContactPair], ...]:
+        """The explicit pairs as ((i, j), `ContactPair`), geoms i and j in the order of
+        `pairs`.
+
+        **Example:** `[(model.geoms[i].name, cp.condim) for (i, j), cp in model.explicit_pairs()]`
+        """
+        return tuple(zip(self.pair_geoms, self.contact_pairs, strict=True))
 
     def _check_inputs(self) -> None:
         q0, v0 = self.default_state()[:2]
@@ -682,7 +734,15 @@ class MultiBody(AbstractModel):
     def _contacts(self, f: Frames) -> Contacts:
         if not self.pairs:
             raise ValueError("this MultiBody has no colliding geom pairs.")
-        return find_contacts(self.geoms, self.geom_body, self.pairs, f.rot, f.pos, self.contact)
+        return find_contacts(
+            self.geoms,
+            self.geom_body,
+            self.pairs,
+            f.rot,
+            f.pos,
+            self.contact,
+            explicit=self.explicit_pairs(),
+        )
 
     def _contact_jacobian(self, f: Frames, c: Contacts) -> tuple[Array, Array]:
         """The contact frames (C, 3, 3) and the Jacobian J (C, 3, nv)."""

@@ -15,3 +15,5 @@ Vec3Like: TypeAlias = Float[ArrayLike, "3"] | Int[ArrayLike, "3"] | Sequence[flo
 QuatLike: TypeAlias = Float[ArrayLike, "4"] | Int[ArrayLike, "4"] | Sequence[float | int]
 #: An interval (lower, upper).
 RangeLike: TypeAlias = Float[ArrayLike, "2"] | Int[ArrayLike, "2"] | Sequence[float | int]
+#: MuJoCo's five contact friction coefficients.
+Friction5Like: TypeAlias = Float[ArrayLike, "5"] | Int[ArrayLike, "5"] | Sequence[float | int]

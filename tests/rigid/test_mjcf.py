@@ -518,13 +518,13 @@ UNSUPPORTED = {
         ),
         r"MJCF geom 'rock': mesh geoms cannot collide",
     ),
-    "explicit pair": (
+    "explicit pair with adhesion": (
         _world(
             '<geom name="floor" type="plane" size="1 1 1"/><body name="b" pos="0 0 1">'
             '<freejoint/><geom name="ball" size="0.1"/></body>',
-            '<contact><pair geom1="floor" geom2="ball"/></contact>',
+            '<contact><pair geom1="floor" geom2="ball" adhesion="1"/></contact>',
         ),
-        r"MJCF pair #0 \(unnamed\) \(geoms 'floor' and 'ball'\): explicit",
+        r"MJCF pair #0 \(unnamed\): adhesion is not supported",
     ),
     "geom solref mixed": (
         _world(
