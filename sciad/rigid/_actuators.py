@@ -142,8 +142,10 @@ class AbstractActuator(eqx.Module):
     clip, in the order of MuJoCo's `mj_fwdActuation`.
 
     Concrete: [`JointActuator`][sciad.rigid.JointActuator] and
-    [`TendonActuator`][sciad.rigid.TendonActuator]; both have the constructors
-    `motor`, `position` and `velocity`.
+    [`TendonActuator`][sciad.rigid.TendonActuator], which have the constructors
+    `motor`, `position` and `velocity`, and
+    [`SiteActuator`][sciad.rigid.SiteActuator] (built directly: its `gear` is a
+    wrench).
 
     **Example:** `assert isinstance(sciad.rigid.JointActuator.motor("hip"), sciad.rigid.AbstractActuator)`
     """

@@ -277,7 +277,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `forcerange` (when `forcelimited`) its `force_range` (gear·forcerange). The
       controls come from `control` (zero if `None`), in MuJoCo's actuator order.
       Actuators with a tendon transmission become
-      [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way.
+      [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way;
+      with a site transmission (no `refsite`),
+      [`SiteActuator`][sciad.rigid.SiteActuator]s with the site's pose in its body
+      and the 6-vector gear.
       Activation dynamics `filter`, `filterexact` and `integrator` (with `actrange`
       when `actlimited`, and `actearly`) become the actuator's
       [`FilterActivation`][sciad.rigid.FilterActivation] or
@@ -342,7 +345,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     plugins, mocap bodies, stiffness and frictionloss of ball and free joints,
     `actuatorgravcomp` on ball and free joints, a tendon `actuatorfrcrange` whose
     actuators have different gears, unequal solmix, actuators on
-    ball or free joints or through sites, slider-cranks or bodies, muscles
+    ball or free joints, through a site with a reference site, slider-cranks or
+    bodies, muscles
     and user activation dynamics and the discrete integrator.
 
     **Arguments:**
@@ -455,7 +459,13 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         if joints:
             joint_body[first + njnt - 1] = name
 
-    converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    def site_of(s: int) -> tuple[str | None, np.ndarray, np.ndarray]:
+        b = int(m.site_bodyid[s])
+        return (owner[b], *compose(frame[b], np.asarray(m.site_pos[s]), np.asarray(m.site_quat[s])))
+
+    converted = [
+        convert_actuator(m, mujoco, label, a, joint_body.__getitem__, site_of) for a in range(m.nu)
+    ]
     tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
     equalities = convert_equalities(m, mujoco, label, tendons, joint_body.__getitem__)
     actuators = [a for a in converted if a is not None]

@@ -18,6 +18,7 @@ from ._hfield import HeightField
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
+from ._site_actuator import SiteActuator
 
 # --------------------------------------------------------------------------- helpers
 
@@ -213,24 +214,39 @@ def _activation(m: Any, mujoco: Any, label: Labels, a: int) -> AbstractActivatio
 
 
 def convert_actuator(
-    m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
-) -> JointActuator | TendonActuator | None:
-    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`; `None`
-    (with the reasons reported to `label.block`) if sciad cannot represent it."""
+    m: Any,
+    mujoco: Any,
+    label: Labels,
+    a: int,
+    body_of_joint: Callable[[int], str],
+    site_of: Callable[[int], tuple[str | None, np.ndarray, np.ndarray]],
+) -> JointActuator | TendonActuator | SiteActuator | None:
+    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`, a
+    `TendonActuator`, or a `SiteActuator` at `site_of(s)` (its sciad body, or `None`
+    for the world, and its pose there); `None` (with the reasons reported to
+    `label.block`) if sciad cannot represent it."""
     where = label("actuator", a)
     n_blocked = len(label.blockers)
     trn = int(m.actuator_trntype[a])
     tendon = trn == int(mujoco.mjtTrn.mjTRN_TENDON)
-    if trn != int(mujoco.mjtTrn.mjTRN_JOINT) and not tendon:
+    site = trn == int(mujoco.mjtTrn.mjTRN_SITE)
+    if trn != int(mujoco.mjtTrn.mjTRN_JOINT) and not (tendon or site):
         kind = mujoco.mjtTrn(trn).name.removeprefix("mjTRN_").lower()
         label.block(
-            f"{where}: a {kind} transmission is not supported (only actuators on a joint "
-            "or a tendon)."
+            f"{where}: a {kind} transmission is not supported (only actuators on a joint, "
+            "a tendon or a site)."
         )
         return None
     j = int(m.actuator_trnid[a][0])
     T = mujoco.mjtJoint
-    if not tendon and int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
+    if site and int(m.actuator_trnid[a][1]) >= 0:
+        label.block(f"{where}: a site transmission with a reference site is not supported.")
+    elif site and site_of(j)[0] is None:
+        label.block(f"{where}: a site transmission on a site of the world (it moves nothing).")
+    if not (tendon or site) and int(m.jnt_type[j]) not in (
+        int(T.mjJNT_HINGE),
+        int(T.mjJNT_SLIDE),
+    ):
         label.block(
             f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
             "supported; only on hinges and sliders."
@@ -261,6 +277,25 @@ def convert_actuator(
     clamp = bool(m.actuator_ctrllimited[a]) and not disabled(m, mujoco, "mjDSBL_CLAMPCTRL")
     # MuJoCo clips its force f to forcerange; sciad's force is g·f, clipped to g·forcerange.
     force_range = geared_range(g, m.actuator_forcerange[a]) if m.actuator_forcelimited[a] else None
+    if site:  # length 0, the gear in the moment: MuJoCo's force as is
+        body, pos, quat = site_of(j)
+        assert body is not None
+        return SiteActuator(
+            body,
+            gear=np.asarray(m.actuator_gear[a], dtype=np.float64),
+            pos=pos,
+            quat=quat,
+            activation=activation,
+            gain=float(m.actuator_gainprm[a][0]),
+            bias_constant=b0,
+            bias_velocity=b2,
+            ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+            force_range=(
+                np.asarray(m.actuator_forcerange[a], dtype=np.float64)
+                if m.actuator_forcelimited[a]
+                else None
+            ),
+        )
     if tendon:  # length = g·ℓ, force = gain·u + b0 + b1·g·ℓ + b2·g·ℓ̇, applied as g·Jᵀ force
         return TendonActuator(
             tendon_name(label, j),

@@ -47,6 +47,7 @@ from ._fluid import Medium
 from ._geom import ContactModel, Geom
 from ._impedance import InverseWeights, RowBlock
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
+from ._site_actuator import SiteActuator
 from ._spatial import (
     matvec,
 )
@@ -264,10 +265,14 @@ class MultiBody(AbstractModel):
         for a in actuators:
             if not isinstance(a, AbstractActuator):
                 raise TypeError(
-                    "MultiBody actuators must be sciad.rigid.JointActuator or "
-                    f"TendonActuator; got {a!r}."
+                    "MultiBody actuators must be sciad.rigid.JointActuator, "
+                    f"TendonActuator or SiteActuator; got {a!r}."
                 )
             if isinstance(a, TendonActuator):  # checked with the tendons
+                continue
+            if isinstance(a, SiteActuator):
+                if a.body not in index:
+                    raise ValueError(f"SiteActuator: no body named {a.body!r}.")
                 continue
             assert isinstance(a, JointActuator)
             if a.joint not in index:

@@ -265,3 +265,91 @@ def test_mjcf_refusals():
     xml = _tendons(True).replace('gear="-2" gainprm', 'gear="3" gainprm')
     with pytest.raises(ValueError, match="different gears"):
         rigid.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+
+
+def _thrusters(option: str = "") -> str:
+    """A quadrotor (a free body, four rotors at sites: thrust along the body's z axis
+    and a drag torque, one rotor's force clamped) and a hinged arm pushed by a
+    thruster at a rotated site on its child link (a velocity-dependent bias)."""
+    clamp = ('forcerange="0 2.2"', "", "", "")
+    rotors = "".join(
+        f'<motor site="r{i}" gear="0 0 1 0 0 {0.05 * s}" ctrllimited="true" ctrlrange="0 4"'
+        f" {clamp[i]}/>"
+        for i, s in enumerate((1, -1, 1, -1))
+    )
+    sites = "".join(
+        f'<site name="r{i}" pos="{x} {y} 0.02"/>'
+        for i, (x, y) in enumerate(((0.2, 0), (0, 0.2), (-0.2, 0), (0, -0.2)))
+    )
+    return f"""
+<mujoco>
+  <option timestep="0.005" {option}><flag contact="disable"/></option>
+  <worldbody>
+    <body name="drone" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.02" mass="0.8"/>
+      {sites}
+    </body>
+    <body name="arm" pos="1 0 1">
+      <joint name="h1" type="hinge" axis="0 1 0" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="fore" pos="0.3 0 0">
+        <joint name="h2" type="hinge" axis="0 0 1"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02"/>
+        <site name="jet" pos="0.2 0 0" euler="20 30 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    {rotors}
+    <general site="jet" gear="0.3 0 1 0.02 0 0" gainprm="2" biastype="affine"
+             biasprm="0.1 0 -0.4" forcerange="-1 1.5"/>
+  </actuator>
+</mujoco>"""
+
+
+THRUST_CTRL = np.array([2.5, 1.9, 2.1, 1.8, 0.9])
+
+
+@pytest.mark.parametrize("integrator", ["Euler", "RK4"])
+def test_site_transmissions_run_as_mujoco(integrator):
+    """Wrenches at sites (MuJoCo's site transmission without a reference site): a
+    quadrotor and a thruster on a hinged arm, 300 steps beside MuJoCo C, qpos and
+    qvel to round-off, with the clamped rotor and the thruster at their force range."""
+    dq, dv, m, d = _run_both(_thrusters(f'integrator="{integrator}"'), THRUST_CTRL)
+    mujoco.mj_forward(m, d)
+    assert d.actuator_force[0] == 2.2 and d.actuator_force[4] == 1.5
+    assert dq < 1e-10 and dv < 1e-10, (dq, dv)
+
+
+@pytest.mark.slow  # ~25 s of CPU: its own reverse- and forward-mode programs
+def test_gradient_through_a_site_transmission():
+    """d(final arm angles)/d(the jet's gear, the controls) through 60 Euler steps, by
+    reverse and forward mode against central differences in float64 (relative
+    1e-6): exactly zero for the rotors (they move another body) and for the jet's
+    own control (its force is clamped), nonzero for the gear."""
+    m = mujoco.MjModel.from_xml_string(_thrusters())
+    ctrl = jnp.asarray(THRUST_CTRL)
+    mj = rigid.from_mujoco(m, control=rigid.ConstantControl(ctrl))
+    integrator = rigid.SemiImplicitEuler(implicit_damping=True)
+
+    def fn(x):
+        model = eqx.tree_at(lambda mb: mb.actuators[4].gear, mj.model, x[:6])
+        model = eqx.tree_at(lambda mb: mb.control.value, model, x[6:])
+        traj = sciad.simulate(model, mj.y0, dt=mj.dt, n_steps=60, integrator=integrator)
+        return traj.y1[0][7] + 0.5 * traj.y1[0][8]
+
+    x0 = jnp.concatenate([mj.model.actuators[4].gear, ctrl])
+    value_and_grad = jax.jit(jax.value_and_grad(fn))
+    grad = np.asarray(value_and_grad(x0)[1])
+    forward = np.asarray(jax.jit(jax.vmap(lambda t: jax.jvp(fn, (x0,), (t,))[1]))(jnp.eye(11)))
+    h = 1e-6
+    central = np.array(
+        [
+            (float(value_and_grad(x0 + h * e)[0]) - float(value_and_grad(x0 - h * e)[0])) / (2 * h)
+            for e in np.eye(11)
+        ]
+    )
+    np.testing.assert_allclose(grad, central, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(forward, central, rtol=1e-6, atol=1e-9)
+    assert np.all(grad[6:] == 0) and np.all(central[[0, 2, 3]] != 0)

@@ -487,12 +487,13 @@ UNSUPPORTED = {
         _world(_BODY, '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>'),
         r"MJCF equality 'eq': equality constraints \(connect\)",
     ),
-    "site transmission": (
+    "site transmission with a reference site": (
         _world(
-            '<body name="b"><freejoint/><geom size="0.1"/><site name="s"/></body>',
-            '<actuator><motor name="thrust" site="s" gear="0 0 1 0 0 0"/></actuator>',
+            '<site name="ref"/><body name="b"><freejoint/><geom size="0.1"/><site name="s"/>'
+            "</body>",
+            '<actuator><motor name="thrust" site="s" refsite="ref" gear="0 0 1 0 0 0"/></actuator>',
         ),
-        r"MJCF actuator 'thrust': a site transmission is not supported",
+        r"MJCF actuator 'thrust': a site transmission with a reference site is not supported",
     ),
     "actuator on a ball joint": (
         _world(
