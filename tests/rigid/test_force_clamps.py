@@ -353,3 +353,35 @@ def test_gradient_through_a_site_transmission():
     np.testing.assert_allclose(grad, central, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(forward, central, rtol=1e-6, atol=1e-9)
     assert np.all(grad[6:] == 0) and np.all(central[[0, 2, 3]] != 0)
+
+
+def test_gravity_compensation_conserves_its_energy():
+    """A pendulum compensated by 60 %: its angular acceleration is 40 % of the
+    uncompensated one's (to 1e-14), and the energy with the compensation counted is
+    conserved over 2000 RK4 steps (measured: 9e-14 J)."""
+
+    def pendulum(gravcomp):
+        joint = rigid.HingeJoint(axis=(0.0, 1.0, 0.0))
+        body = rigid.Body(
+            "bob",
+            joint=joint,
+            com=(0.0, 0.0, -1.0),
+            mass=1.0,
+            inertia=(1e-3,) * 3,
+            gravcomp=gravcomp,
+        )
+        return rigid.MultiBody([body])
+
+    mb, bare = pendulum(0.6), pendulum(0.0)
+    q, v = jnp.array([1.0]), jnp.array([0.0])
+    ratio = float(mb.accelerations(0.0, q, v)[0] / bare.accelerations(0.0, q, v)[0])
+    assert abs(ratio - 0.4) < 1e-14
+    traj = sciad.simulate(
+        mb,
+        (q, v),
+        dt=1e-3,
+        n_steps=2000,
+        integrator=rigid.RKMK4(),
+        saveat=sciad.SaveAt(steps=100, fn=lambda t, y, m: m.energy(y)),
+    )
+    assert float(jnp.max(traj.ys) - jnp.min(traj.ys)) < 1e-12
