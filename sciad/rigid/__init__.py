@@ -69,6 +69,7 @@ from ._shapes import (
     Plane as Plane,
     Sphere as Sphere,
 )
+from ._site_actuator import SiteActuator as SiteActuator
 from ._tendons import (
     AbstractTendon as AbstractTendon,
     FixedTendon as FixedTendon,

@@ -136,11 +136,16 @@ class AbstractActuator(eqx.Module):
     acting on the dofs along the transmission (Jᵀ force), where x is the control u
     (clipped to `ctrl_range` if given), or, with an `activation`, the actuator's
     activation state act, driven by u (MuJoCo's `dyntype`; see
-    [`AbstractActivation`][sciad.rigid.AbstractActivation]).
+    [`AbstractActivation`][sciad.rigid.AbstractActivation]). With a `force_range`
+    the force is then clipped to it (MuJoCo's `forcerange`), after the tendons'
+    `actuator_force_range` scaling and before the joints' `actuator_force_range`
+    clip, in the order of MuJoCo's `mj_fwdActuation`.
 
     Concrete: [`JointActuator`][sciad.rigid.JointActuator] and
-    [`TendonActuator`][sciad.rigid.TendonActuator]; both have the constructors
-    `motor`, `position` and `velocity`.
+    [`TendonActuator`][sciad.rigid.TendonActuator], which have the constructors
+    `motor`, `position` and `velocity`, and
+    [`SiteActuator`][sciad.rigid.SiteActuator] (built directly: its `gear` is a
+    wrench).
 
     **Example:** `assert isinstance(sciad.rigid.JointActuator.motor("hip"), sciad.rigid.AbstractActuator)`
     """
@@ -150,6 +155,7 @@ class AbstractActuator(eqx.Module):
     bias_position: eqx.AbstractVar[FloatScalar]
     bias_velocity: eqx.AbstractVar[FloatScalar]
     ctrl_range: eqx.AbstractVar[Float[Array, "2"] | None]
+    force_range: eqx.AbstractVar[Float[Array, "2"] | None]
     activation: eqx.AbstractVar[AbstractActivation | None]
 
     @property
@@ -182,6 +188,7 @@ class AbstractActuator(eqx.Module):
         gear: ScalarLike = 1.0,
         *,
         ctrl_range: RangeLike | None = None,
+        force_range: RangeLike | None = None,
         activation: AbstractActivation | None = None,
         **where: int,
     ) -> "AbstractActuator":
@@ -192,7 +199,15 @@ class AbstractActuator(eqx.Module):
         check_scalar(gear, f"{cls.__name__}.motor gear")
         if is_concrete(gear) and float(np.asarray(gear)) == 0:
             raise ValueError(f"{cls.__name__}.motor gear must be non-zero; got 0.")
-        return _make(cls, target, gain=gear, ctrl_range=ctrl_range, activation=activation, **where)
+        return _make(
+            cls,
+            target,
+            gain=gear,
+            ctrl_range=ctrl_range,
+            force_range=force_range,
+            activation=activation,
+            **where,
+        )
 
     @classmethod
     def position(
@@ -202,6 +217,7 @@ class AbstractActuator(eqx.Module):
         kv: ScalarLike = 0.0,
         *,
         ctrl_range: RangeLike | None = None,
+        force_range: RangeLike | None = None,
         activation: AbstractActivation | None = None,
         **where: int,
     ) -> "AbstractActuator":
@@ -221,6 +237,7 @@ class AbstractActuator(eqx.Module):
             bias_position=-kp,
             bias_velocity=-kv,
             ctrl_range=ctrl_range,
+            force_range=force_range,
             activation=activation,
             **where,
         )
@@ -232,6 +249,7 @@ class AbstractActuator(eqx.Module):
         kv: ScalarLike,
         *,
         ctrl_range: RangeLike | None = None,
+        force_range: RangeLike | None = None,
         activation: AbstractActivation | None = None,
         **where: int,
     ) -> "AbstractActuator":
@@ -247,6 +265,7 @@ class AbstractActuator(eqx.Module):
             gain=kv,
             bias_velocity=-kv,
             ctrl_range=ctrl_range,
+            force_range=force_range,
             activation=activation,
             **where,
         )
@@ -279,7 +298,19 @@ def _set_affine(a: Any, label: str, kw: dict[str, Any]) -> None:
         if is_concrete(r) and not float(r[0]) < float(r[1]):
             raise ValueError(f"{label} ctrl_range must have lower < upper; got {np.asarray(r)}.")
         a.ctrl_range = r
+    a.force_range = None
+    if kw["force_range"] is not None:
+        a.force_range = force_range_of(kw["force_range"], f"{label} force_range")
     a.activation = check_activation(kw["activation"], label)
+
+
+def force_range_of(x: Anything, label: str) -> Array:
+    """A force clamp `(lower, upper)` (force units) as a float array of shape (2,),
+    with lower ≤ upper when concrete (`ValueError` otherwise)."""
+    r = as_float_array(x, label, (2,))
+    if is_concrete(r) and not float(r[0]) <= float(r[1]):
+        raise ValueError(f"{label} must have lower <= upper; got {np.asarray(r)}.")
+    return r
 
 
 class JointActuator(AbstractActuator):
@@ -293,6 +324,8 @@ class JointActuator(AbstractActuator):
     - `dof`: which of the joint's degrees of freedom (0 for hinges and sliders).
     - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
     - `ctrl_range`: optional `(lower, upper)` clip for u.
+    - `force_range`: optional `(lower, upper)` clip for the force (force units along
+      ℓ, gear folded in; lower ≤ upper; MuJoCo's `forcerange`).
     - `activation`: optional [`AbstractActivation`][sciad.rigid.AbstractActivation]
       (MuJoCo's `dyntype`): the force then follows the activation state.
 
@@ -306,6 +339,7 @@ class JointActuator(AbstractActuator):
     bias_position: FloatScalar
     bias_velocity: FloatScalar
     ctrl_range: Float[Array, "2"] | None
+    force_range: Float[Array, "2"] | None
     activation: AbstractActivation | None
 
     def __init__(
@@ -318,6 +352,7 @@ class JointActuator(AbstractActuator):
         bias_position: ScalarLike = 0.0,
         bias_velocity: ScalarLike = 0.0,
         ctrl_range: RangeLike | None = None,
+        force_range: RangeLike | None = None,
         activation: AbstractActivation | None = None,
     ):
         if not isinstance(joint, str) or not joint:
@@ -357,6 +392,8 @@ class TendonActuator(AbstractActuator):
     - `tendon`: the tendon's name.
     - `gain`, `bias_constant`, `bias_position`, `bias_velocity`: scalars.
     - `ctrl_range`: optional `(lower, upper)` clip for u.
+    - `force_range`: optional `(lower, upper)` clip for the force (force units along
+      ℓ, gear folded in; lower ≤ upper; MuJoCo's `forcerange`).
     - `activation`: optional [`AbstractActivation`][sciad.rigid.AbstractActivation].
 
     **Example:** `sciad.rigid.TendonActuator.position("coupling", kp=10.0)`
@@ -368,6 +405,7 @@ class TendonActuator(AbstractActuator):
     bias_position: FloatScalar
     bias_velocity: FloatScalar
     ctrl_range: Float[Array, "2"] | None
+    force_range: Float[Array, "2"] | None
     activation: AbstractActivation | None
 
     def __init__(
@@ -379,6 +417,7 @@ class TendonActuator(AbstractActuator):
         bias_position: ScalarLike = 0.0,
         bias_velocity: ScalarLike = 0.0,
         ctrl_range: RangeLike | None = None,
+        force_range: RangeLike | None = None,
         activation: AbstractActivation | None = None,
     ):
         if not isinstance(tendon, str) or not tendon:
@@ -411,12 +450,8 @@ def controls(mb: Anything, t: RealScalarLike, q: Array, v: Array) -> Array:
     `ctrl_range`s, shape (n_actuators,)."""
     acts = mb.actuators
     u = jnp.zeros(len(acts), v.dtype) if mb.control is None else mb.control(t, q, v)
-    lo = jnp.full(len(acts), -jnp.inf, v.dtype)
-    hi = jnp.full(len(acts), jnp.inf, v.dtype)
     ranged = np.asarray([i for i, a in enumerate(acts) if a.ctrl_range is not None], np.int64)
-    if ranged.size:
-        r = stacked([acts[i] for i in ranged], "ctrl_range", v.dtype)
-        lo, hi = lo.at[ranged].set(r[:, 0]), hi.at[ranged].set(r[:, 1])
+    lo, hi = _bounds(len(acts), [acts[i].ctrl_range for i in ranged], ranged, v.dtype)
     return jnp.clip(u, lo, hi)
 
 
@@ -437,10 +472,17 @@ def actuator_force(
     f: Anything,
     act: Array | None = None,
     dt: RealScalarLike | None = None,
+    gravcomp: Array | None = None,
 ) -> Array:
     """Σ Jᵀ force over the actuators (MuJoCo's `qfrc_actuator`), shape (nv,): each
     actuator's input is its clipped control, or its activation `act` (with `early`,
-    the activation after a step `dt`, MuJoCo's `actearly`)."""
+    the activation after a step `dt`, MuJoCo's `actearly`). The forces are clamped as
+    MuJoCo's `mj_fwdActuation` clamps them: scaled per tendon to its
+    `actuator_force_range`, clipped per actuator to its `force_range`, mapped to the
+    dofs, the gravity compensation `gravcomp` (nv,) of the joints that route it
+    through their actuators added, and clipped per joint to its
+    `actuator_force_range`. Without actuators it is zero (MuJoCo skips the whole
+    stage, that gravity compensation included)."""
     if not mb.actuators:
         return jnp.zeros_like(v)
     acts = mb.actuators
@@ -465,4 +507,70 @@ def actuator_force(
             state = jnp.where(early, nxt, act)
         x = u.at[idx].set(state)
     length, moment = transmissions(mb, q, f)
-    return moment.T @ _affine(acts, x, length, moment @ v)
+    force = _affine(acts, x, length, moment @ v)
+    force = _clip_forces(acts, _scale_tendon_forces(mb, force))
+    qfrc = moment.T @ force
+    if gravcomp is not None:
+        qfrc = qfrc + gravcomp
+    return _clip_joint_forces(mb, qfrc)
+
+
+def _bounds(n: int, ranges: Sequence[Array], idx: np.ndarray, dtype: Any) -> tuple[Array, Array]:
+    """Lower and upper bounds (n,) each: `ranges` (lower, upper) at the static
+    indices `idx`, unbounded elsewhere."""
+    lo = jnp.full(n, -jnp.inf, dtype)
+    hi = jnp.full(n, jnp.inf, dtype)
+    if idx.size:
+        r = jnp.stack([jnp.asarray(x) for x in ranges]).astype(dtype)
+        lo, hi = lo.at[idx].set(r[:, 0]), hi.at[idx].set(r[:, 1])
+    return lo, hi
+
+
+def _clip_forces(acts: Sequence[Anything], force: Array) -> Array:
+    """Each actuator's force clipped to its `force_range` (MuJoCo's `forcerange`)."""
+    idx = np.asarray([i for i, a in enumerate(acts) if a.force_range is not None], np.int64)
+    if not idx.size:
+        return force
+    lo, hi = _bounds(len(acts), [acts[i].force_range for i in idx], idx, force.dtype)
+    return jnp.clip(force, lo, hi)
+
+
+def _scale_tendon_forces(mb: Anything, force: Array) -> Array:
+    """The forces of the `TendonActuator`s on a tendon with an `actuator_force_range`
+    scaled by one factor per tendon so that their sum lies in that range (MuJoCo's
+    tendon `actuatorfrcrange`): lower/total below it, upper/total above it, 1 inside
+    it or when the sum is exactly zero. Gradient-safe: the division sees 1 wherever
+    its result is not used."""
+    limited = [k for k, t in enumerate(mb.tendons) if t.actuator_force_range is not None]
+    if not limited:
+        return force
+    names = {mb.tendons[k].name: row for row, k in enumerate(limited)}
+    on = [(i, names[a.target]) for i, a in enumerate(mb.actuators) if _on_tendon(a, names)]
+    if not on:
+        return force
+    acts = np.asarray([i for i, _ in on], np.int64)
+    rows = np.asarray([r for _, r in on], np.int64)
+    r = jnp.stack([mb.tendons[k].actuator_force_range for k in limited]).astype(force.dtype)
+    total = jnp.zeros(len(limited), force.dtype).at[rows].add(force[acts])
+    below, above = total < r[:, 0], total > r[:, 1]
+    outside = (below | above) & (total != 0)
+    safe = jnp.where(outside, total, jnp.ones_like(total))
+    scale = jnp.where(outside, jnp.where(below, r[:, 0], r[:, 1]) / safe, jnp.ones_like(total))
+    return force * jnp.ones_like(force).at[acts].set(scale[rows])
+
+
+def _on_tendon(a: Anything, names: dict[str, int]) -> bool:
+    """Whether actuator `a` pulls on one of the tendons `names`."""
+    return isinstance(a, TendonActuator) and a.tendon in names
+
+
+def _clip_joint_forces(mb: Anything, qfrc: Array) -> Array:
+    """`qfrc` (nv,) clipped at each joint with an `actuator_force_range` (a hinge's
+    or slider's dof; MuJoCo's joint `actuatorfrcrange`)."""
+    ranges = [(b, j.actuator_limits()) for b, j in enumerate(mb.joints)]
+    ranges = [(b, r) for b, r in ranges if r is not None]
+    if not ranges:
+        return qfrc
+    dofs = np.asarray([mb.topology.dadr[b] for b, _ in ranges], np.int64)
+    lo, hi = _bounds(len(qfrc), [r for _, r in ranges], dofs, qfrc.dtype)
+    return jnp.clip(qfrc, lo, hi)

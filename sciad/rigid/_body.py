@@ -8,7 +8,7 @@ from scipy.spatial.transform import Rotation
 
 from .._core._geometry import quat_multiply, quat_normalize
 from .._core._types import Anything, FloatScalar
-from .._core._validate import as_float_array, is_concrete
+from .._core._validate import as_float_array, check_scalar, is_concrete
 from ._joints import AbstractJoint, FixedJoint
 from ._shapes import AbstractShape
 from ._types import QuatLike, ScalarLike, Vec3Like
@@ -68,6 +68,13 @@ class Body(eqx.Module):
     - `com`: shape `(3,)`, the centre of mass in the body frame.
     - `inertia_quat`: the principal axes' orientation in the body frame.
     - `shape`, `density`: compute `mass` and `inertia` from a shape.
+    - `gravcomp`: gravity compensation, a real scalar (dimensionless; default 0): a
+      force −gravcomp · mass · gravity at the centre of mass cancels that fraction of
+      the body's weight (1: weightless; MuJoCo's body `gravcomp`). It is a passive
+      force, or an actuator force on the dofs of joints with `actuator_gravcomp`.
+      Whether the model computes it is decided when the
+      [`MultiBody`][sciad.rigid.MultiBody] is built (some body's `gravcomp`
+      nonzero or traced).
 
     **Example:**
 
@@ -87,6 +94,7 @@ class Body(eqx.Module):
     inertia: Float[Array, "3"]
     com: Float[Array, "3"]
     inertia_quat: Float[Array, "4"]
+    gravcomp: FloatScalar
 
     def __init__(
         self,
@@ -102,6 +110,7 @@ class Body(eqx.Module):
         inertia_quat: QuatLike = (1.0, 0.0, 0.0, 0.0),
         shape: AbstractShape | None = None,
         density: ScalarLike | None = None,
+        gravcomp: ScalarLike = 0.0,
     ):
         if not isinstance(name, str) or not name:
             raise TypeError(f"Body name must be a non-empty string; got {name!r}.")
@@ -166,6 +175,8 @@ class Body(eqx.Module):
         self.mass = _shaped(f"Body {name!r} mass", mass, ())
         self.inertia = _shaped(f"Body {name!r} inertia", inertia, (3,))
         self.inertia_quat = iquat
+        check_scalar(gravcomp, f"Body {name!r} gravcomp")
+        self.gravcomp = as_float_array(gravcomp, f"Body {name!r} gravcomp")
 
     @property
     def massless(self) -> bool:

@@ -257,7 +257,18 @@ def terms(
     # External forces: gravity, and applied wrenches at the centres of mass.
     weight = mb.mass[:, None] * mb.gravity[None, :]
     gravity = to_dofs(wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
-    applied = passive - damping * v + actuator_force(mb, t, q, v, f, act, dt)
+    routed = None
+    if mb.has_gravcomp:  # −gravcomp · weight at each centre of mass (MuJoCo's mj_gravcomp)
+        lift = -mb.gravcomp[:, None] * weight
+        comp = to_dofs(wrench_at_origin(f.com, lift, jnp.zeros_like(lift)))
+        by_actuators = np.zeros(mb.nv, bool)
+        for j, adr in zip(mb.joints, topo.dadr, strict=True):
+            by_actuators[adr : adr + type(j).nv] = j.gravcomp_by_actuators
+        if by_actuators.any():
+            routed = jnp.where(by_actuators, comp, jnp.zeros_like(comp))
+            comp = jnp.where(by_actuators, jnp.zeros_like(comp), comp)
+        passive = passive + comp
+    applied = passive - damping * v + actuator_force(mb, t, q, v, f, act, dt, routed)
     if mb.tendons:  # the tendons' springs and dampers
         applied = applied + tendon_passive_force(mb, f, v)
     if mb.wrench is not None:

@@ -37,6 +37,7 @@ from .._core._validate import (
     check_scalar,
     is_concrete,
 )
+from ._actuators import force_range_of
 from ._impedance import Impedance
 from ._spatial import cross_motion
 from ._types import RangeLike, ScalarLike, Vec3Like
@@ -73,6 +74,18 @@ def _check_range(joint: eqx.Module, rng: Array | None) -> None:
         raise ValueError(
             f"{type(joint).__name__}.range must have lower < upper; got {np.asarray(rng)}."
         )
+
+
+def _set_actuation(joint: Anything, force_range: Anything, gravcomp: Anything) -> None:
+    """Validate and set a one-dof joint's `actuator_force_range` and
+    `actuator_gravcomp`."""
+    name = type(joint).__name__
+    if not isinstance(gravcomp, bool):
+        raise TypeError(f"{name}.actuator_gravcomp must be a bool; got {gravcomp!r}.")
+    joint.actuator_gravcomp = gravcomp
+    joint.actuator_force_range = None
+    if force_range is not None:
+        joint.actuator_force_range = force_range_of(force_range, f"{name}.actuator_force_range")
 
 
 def _check_limit_parameters(joint: Anything) -> None:
@@ -252,6 +265,24 @@ class AbstractJoint(eqx.Module):
         force in [−F, F]."""
         return None
 
+    def actuator_limits(self) -> Float[Array, "2"] | None:
+        """The clamp of the total actuator force on the joint's (first) dof (MuJoCo's
+        joint `actuatorfrcrange`).
+
+        **Returns:** `(lower, upper)`, shape `(2,)` (the dof's force units), or `None`
+        (the default): no clamp.
+
+        **Example:** `sciad.rigid.HingeJoint(actuator_force_range=(-1.0, 1.0)).actuator_limits()`
+        """
+        return None
+
+    @property
+    def gravcomp_by_actuators(self) -> bool:
+        """Whether the gravity compensation of the bodies it carries reaches this
+        joint as actuator force (clamped by `actuator_limits`; MuJoCo's
+        `actuatorgravcomp`) rather than as passive force. False by default."""
+        return False
+
     def bias_acceleration(self, s: Float[Array, "nv 6"], v: V) -> Float[Array, "6"]:
         """The part of Ṡ v not given by v_parent ×ₘ (S v) (world frame; `s` is S in the
         world frame). Zero for joints whose subspace is fixed in the child body."""
@@ -313,10 +344,21 @@ class _AbstractRangeJoint(AbstractJoint):
     frictionloss: eqx.AbstractVar[FloatScalar]
     friction_impedance: eqx.AbstractVar[Impedance | None]
     has_friction: eqx.AbstractVar[bool]
+    actuator_force_range: eqx.AbstractVar[Float[Array, "2"] | None]
+    actuator_gravcomp: eqx.AbstractVar[bool]
 
     def limit_parameters(self, default: Impedance) -> Impedance:
         """`limit_impedance`, or `default`."""
         return _own_or(self.limit_impedance, default)
+
+    def actuator_limits(self) -> Float[Array, "2"] | None:
+        """`actuator_force_range`."""
+        return self.actuator_force_range
+
+    @property
+    def gravcomp_by_actuators(self) -> bool:
+        """`actuator_gravcomp`."""
+        return self.actuator_gravcomp
 
     def friction_loss(self, default: Impedance) -> tuple[FloatScalar, Impedance] | None:
         """(`frictionloss`, `friction_impedance` or `default`) when `has_friction`."""
@@ -384,6 +426,14 @@ class HingeJoint(_AbstractRangeJoint):
       `friction_impedance` its own [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
       `solreffriction`, `solimpfriction`; `None`: the model's). Whether the row
       exists is decided when the joint is built (`has_friction`: F nonzero or traced).
+    - `actuator_force_range`: optional `(lower, upper)`, lower ≤ upper (N·m): the
+      total actuator force on the dof (every actuator's Jᵀ force, plus the gravity
+      compensation routed through the actuators) is clipped to it (MuJoCo's joint
+      `actuatorfrcrange`).
+    - `actuator_gravcomp`: whether the gravity compensation
+      ([`Body`][sciad.rigid.Body]'s `gravcomp`) on this dof counts as actuator force
+      (subject to `actuator_force_range`, and absent from a model without actuators)
+      rather than passive force (MuJoCo's `actuatorgravcomp`).
 
     **Example:** `sciad.rigid.HingeJoint(axis=jnp.array([0.0, 1.0, 0.0]), range=(-1.0, 1.0))`
     """
@@ -402,6 +452,8 @@ class HingeJoint(_AbstractRangeJoint):
     frictionloss: FloatScalar
     friction_impedance: Impedance | None
     has_friction: bool = eqx.field(static=True)
+    actuator_force_range: Float[Array, "2"] | None
+    actuator_gravcomp: bool = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -420,6 +472,8 @@ class HingeJoint(_AbstractRangeJoint):
         springref: ScalarLike = 0.0,
         frictionloss: ScalarLike = 0.0,
         friction_impedance: Impedance | None = None,
+        actuator_force_range: RangeLike | None = None,
+        actuator_gravcomp: bool = False,
     ):
         self.axis = _unit_axis("HingeJoint", axis)
         self.pos = _vec3(pos)
@@ -433,6 +487,7 @@ class HingeJoint(_AbstractRangeJoint):
         self.limit = limit
         self.limit_impedance = limit_impedance
         _set_friction(self, frictionloss, friction_impedance)
+        _set_actuation(self, actuator_force_range, actuator_gravcomp)
 
     def __check_init__(self):
         if np.shape(self.pos) != (3,):
@@ -482,6 +537,9 @@ class SliderJoint(_AbstractRangeJoint):
       `friction_impedance` its own [`Impedance`][sciad.rigid.Impedance] (MuJoCo's
       `solreffriction`, `solimpfriction`; `None`: the model's). Whether the row
       exists is decided when the joint is built (`has_friction`: F nonzero or traced).
+    - `actuator_force_range` (N), `actuator_gravcomp`: the clamp of the total
+      actuator force on the dof, and whether gravity compensation counts as actuator
+      force, as for [`HingeJoint`][sciad.rigid.HingeJoint].
 
     **Example:** `sciad.rigid.SliderJoint(axis=jnp.array([1.0, 0.0, 0.0]))`
     """
@@ -499,6 +557,8 @@ class SliderJoint(_AbstractRangeJoint):
     frictionloss: FloatScalar
     friction_impedance: Impedance | None
     has_friction: bool = eqx.field(static=True)
+    actuator_force_range: Float[Array, "2"] | None
+    actuator_gravcomp: bool = eqx.field(static=True)
     nq: ClassVar[int] = 1
     nv: ClassVar[int] = 1
 
@@ -516,6 +576,8 @@ class SliderJoint(_AbstractRangeJoint):
         springref: ScalarLike = 0.0,
         frictionloss: ScalarLike = 0.0,
         friction_impedance: Impedance | None = None,
+        actuator_force_range: RangeLike | None = None,
+        actuator_gravcomp: bool = False,
     ):
         self.axis = _unit_axis("SliderJoint", axis)
         self.damping = jnp.asarray(damping)
@@ -528,6 +590,7 @@ class SliderJoint(_AbstractRangeJoint):
         self.limit = limit
         self.limit_impedance = limit_impedance
         _set_friction(self, frictionloss, friction_impedance)
+        _set_actuation(self, actuator_force_range, actuator_gravcomp)
 
     def __check_init__(self):
         _check_scalars(self, "damping", "armature", "stiffness", "limit_stiffness", "limit_damping")

@@ -268,15 +268,25 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     - **actuators** with a joint transmission on a hinge or slider and affine force
       gain·u + bias (`motor`, `position`, `velocity`, `general`):
       [`JointActuator`][sciad.rigid.JointActuator] with the gear folded into its gain
-      and biases; `ctrlrange` (when `ctrllimited`) becomes its `ctrl_range`. The
+      and biases; `ctrlrange` (when `ctrllimited`) becomes its `ctrl_range`,
+      `forcerange` (when `forcelimited`) its `force_range` (gear·forcerange). The
       controls come from `control` (zero if `None`), in MuJoCo's actuator order.
       Actuators with a tendon transmission become
-      [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way.
+      [`TendonActuator`][sciad.rigid.TendonActuator]s, the gear folded in the same way;
+      with a site transmission (no `refsite`),
+      [`SiteActuator`][sciad.rigid.SiteActuator]s with the site's pose in its body
+      and the 6-vector gear.
       Activation dynamics `filter`, `filterexact` and `integrator` (with `actrange`
       when `actlimited`, and `actearly`) become the actuator's
       [`FilterActivation`][sciad.rigid.FilterActivation] or
       [`IntegratorActivation`][sciad.rigid.IntegratorActivation]: the model's state
       is then (q, v, act), act MuJoCo's `act`, integrated as MuJoCo's Euler and RK4 do.
+    - **force clamps and gravity compensation**: a joint's `actuatorfrcrange` (hinges
+      and sliders) becomes its `actuator_force_range` and `actuatorgravcomp` its
+      `actuator_gravcomp`; a tendon's `actuatorfrcrange` its `actuator_force_range`
+      (gear·range; its actuators must share one gear); a body's `gravcomp` its
+      `gravcomp` (zero when springs and dampers are both disabled, as MuJoCo's
+      `mj_passive` then computes none). Applied as MuJoCo's `mj_fwdActuation` does.
     - **tendons**: fixed tendons ([`FixedTendon`][sciad.rigid.FixedTendon], with the
       offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites
       ([`SpatialTendon`][sciad.rigid.SpatialTendon]) with `stiffness`,
@@ -332,11 +342,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     index when unnamed) and the feature: tendons wrapping around geoms or through
     pulleys, tendon armature, polynomial tendon springs and dampers, equality
     constraints other than tendon and joint equalities (connect, weld, flex), flexes,
-    plugins, mocap bodies, gravity compensation, stiffness and frictionloss of ball and
-    free joints,
-    unequal solmix, actuators on
-    ball or free joints or through sites, slider-cranks or bodies, muscles
-    and user activation dynamics, force ranges and the discrete integrator.
+    plugins, mocap bodies, stiffness and frictionloss of ball and free joints,
+    `actuatorgravcomp` on ball and free joints, a tendon `actuatorfrcrange` whose
+    actuators have different gears, unequal solmix, actuators on
+    ball or free joints, through a site with a reference site, slider-cranks or
+    bodies, muscles
+    and user activation dynamics and the discrete integrator.
 
     **Arguments:**
 
@@ -390,12 +401,14 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         used.add(name)
         return name
 
+    # MuJoCo's mj_passive computes no gravity compensation with springs and dampers
+    # both disabled (nor does its actuator stage then see any).
+    no_passive = disabled(m, mujoco, "mjDSBL_SPRING") and disabled(m, mujoco, "mjDSBL_DAMPER")
+    gravcomp = np.zeros(m.nbody) if no_passive else np.asarray(m.body_gravcomp, np.float64)
     for b in range(1, m.nbody):
         where = label("body", b)
         if m.body_mocapid[b] >= 0:
             label.block(f"{where}: mocap bodies are not supported.")
-        if m.body_gravcomp[b] != 0:
-            label.block(f"{where}: gravity compensation (gravcomp) is not supported.")
         p = int(m.body_parentid[b])
         pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
         first, njnt = int(m.body_jntadr[b]), int(m.body_jntnum[b])
@@ -435,6 +448,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
                     inertia=np.asarray(m.body_inertia[b], dtype=np.float64),
                     com=np.asarray(m.body_ipos[b], dtype=np.float64),
                     inertia_quat=np.asarray(m.body_iquat[b], dtype=np.float64),
+                    gravcomp=gravcomp[b],
                 )
             )
             mj_body.append(b)
@@ -445,7 +459,13 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         if joints:
             joint_body[first + njnt - 1] = name
 
-    converted = [convert_actuator(m, mujoco, label, a, joint_body.__getitem__) for a in range(m.nu)]
+    def site_of(s: int) -> tuple[str | None, np.ndarray, np.ndarray]:
+        b = int(m.site_bodyid[s])
+        return (owner[b], *compose(frame[b], np.asarray(m.site_pos[s]), np.asarray(m.site_quat[s])))
+
+    converted = [
+        convert_actuator(m, mujoco, label, a, joint_body.__getitem__, site_of) for a in range(m.nu)
+    ]
     tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
     equalities = convert_equalities(m, mujoco, label, tendons, joint_body.__getitem__)
     actuators = [a for a in converted if a is not None]

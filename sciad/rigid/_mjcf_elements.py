@@ -18,6 +18,7 @@ from ._hfield import HeightField
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
+from ._site_actuator import SiteActuator
 
 # --------------------------------------------------------------------------- helpers
 
@@ -106,8 +107,19 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
         label.block(f"{where}: stiffness of a ball or free joint is not supported.")
     if nonzero(m.dof_dampingpoly[dof : dof + nv]):
         label.block(f"{where}: nonlinear damping (dampingpoly) is not supported.")
+    one_dof_joint = jt in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE))
+    actuation: dict[str, Any] = {}
     if m.jnt_actfrclimited[j]:
-        label.block(f"{where}: actuatorfrcrange (a joint-level force clamp) is not supported.")
+        frc = np.asarray(m.jnt_actfrcrange[j], dtype=np.float64)
+        if not one_dof_joint:  # (MuJoCo's compiler leaves it unlimited on these)
+            label.block(f"{where}: actuatorfrcrange on a ball or free joint is not supported.")
+        else:
+            actuation.update(actuator_force_range=frc)
+    if m.jnt_actgravcomp[j] and nonzero(m.body_gravcomp):
+        if not one_dof_joint:
+            label.block(f"{where}: actuatorgravcomp on a ball or free joint is not supported.")
+        else:
+            actuation.update(actuator_gravcomp=True)
     damping = 0.0 if disabled(m, mujoco, "mjDSBL_DAMPER") else float(m.dof_damping[dof])
     if not disabled(m, mujoco, "mjDSBL_DAMPER") and np.ptp(m.dof_damping[dof : dof + nv]) != 0:
         label.block(f"{where}: different damping on the joint's dofs is not supported.")
@@ -121,6 +133,7 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
     one_dof: dict[str, Any] = dict(
         stiffness=stiffness,
         springref=float(m.qpos_spring[m.jnt_qposadr[j]] - m.qpos0[m.jnt_qposadr[j]]),
+        **actuation,
     )
     if limited:
         imp = impedance_of(label, f"{where} (limit)", m.jnt_solref[j], m.jnt_solimp[j])
@@ -156,6 +169,12 @@ def convert_joint(m: Any, mujoco: Any, label: Labels, j: int) -> AbstractJoint:
 
 
 # --------------------------------------------------------------------------- actuators
+
+
+def geared_range(g: float, r: Any) -> np.ndarray:
+    """MuJoCo's force range `r` (lower, upper) of an actuator with gear `g`, in sciad's
+    units (the force times g): g·r, in increasing order."""
+    return np.sort(g * np.asarray(r, dtype=np.float64))
 
 
 def tendon_name(label: Labels, i: int) -> str:
@@ -195,24 +214,39 @@ def _activation(m: Any, mujoco: Any, label: Labels, a: int) -> AbstractActivatio
 
 
 def convert_actuator(
-    m: Any, mujoco: Any, label: Labels, a: int, body_of_joint: Callable[[int], str]
-) -> JointActuator | TendonActuator | None:
-    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`; `None`
-    (with the reasons reported to `label.block`) if sciad cannot represent it."""
+    m: Any,
+    mujoco: Any,
+    label: Labels,
+    a: int,
+    body_of_joint: Callable[[int], str],
+    site_of: Callable[[int], tuple[str | None, np.ndarray, np.ndarray]],
+) -> JointActuator | TendonActuator | SiteActuator | None:
+    """MuJoCo actuator `a` as a `JointActuator` on the body `body_of_joint(j)`, a
+    `TendonActuator`, or a `SiteActuator` at `site_of(s)` (its sciad body, or `None`
+    for the world, and its pose there); `None` (with the reasons reported to
+    `label.block`) if sciad cannot represent it."""
     where = label("actuator", a)
     n_blocked = len(label.blockers)
     trn = int(m.actuator_trntype[a])
     tendon = trn == int(mujoco.mjtTrn.mjTRN_TENDON)
-    if trn != int(mujoco.mjtTrn.mjTRN_JOINT) and not tendon:
+    site = trn == int(mujoco.mjtTrn.mjTRN_SITE)
+    if trn != int(mujoco.mjtTrn.mjTRN_JOINT) and not (tendon or site):
         kind = mujoco.mjtTrn(trn).name.removeprefix("mjTRN_").lower()
         label.block(
-            f"{where}: a {kind} transmission is not supported (only actuators on a joint "
-            "or a tendon)."
+            f"{where}: a {kind} transmission is not supported (only actuators on a joint, "
+            "a tendon or a site)."
         )
         return None
     j = int(m.actuator_trnid[a][0])
     T = mujoco.mjtJoint
-    if not tendon and int(m.jnt_type[j]) not in (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE)):
+    if site and int(m.actuator_trnid[a][1]) >= 0:
+        label.block(f"{where}: a site transmission with a reference site is not supported.")
+    elif site and site_of(j)[0] is None:
+        label.block(f"{where}: a site transmission on a site of the world (it moves nothing).")
+    if not (tendon or site) and int(m.jnt_type[j]) not in (
+        int(T.mjJNT_HINGE),
+        int(T.mjJNT_SLIDE),
+    ):
         label.block(
             f"{where}: actuators on {label('joint', j)} (a free or ball joint) are not "
             "supported; only on hinges and sliders."
@@ -225,11 +259,6 @@ def convert_actuator(
     if bias not in (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE)):
         kind = mujoco.mjtBias(bias).name
         label.block(f"{where}: bias type {kind} is not supported (only affine).")
-    if m.actuator_forcelimited[a]:
-        label.block(
-            f"{where}: forcerange (a clamp on the actuator force) is not supported; "
-            "JointActuator clips only its control (ctrlrange)."
-        )
     if int(m.actuator_ctrlnum[a]) != 1:
         label.block(f"{where}: actuators with {m.actuator_ctrlnum[a]} controls.")
     for field, what in (
@@ -246,6 +275,27 @@ def convert_actuator(
     g = float(m.actuator_gear[a][0])
     b0, b1, b2 = (float(x) for x in m.actuator_biasprm[a][:3]) if bias else (0.0, 0.0, 0.0)
     clamp = bool(m.actuator_ctrllimited[a]) and not disabled(m, mujoco, "mjDSBL_CLAMPCTRL")
+    # MuJoCo clips its force f to forcerange; sciad's force is g·f, clipped to g·forcerange.
+    force_range = geared_range(g, m.actuator_forcerange[a]) if m.actuator_forcelimited[a] else None
+    if site:  # length 0, the gear in the moment: MuJoCo's force as is
+        body, pos, quat = site_of(j)
+        assert body is not None
+        return SiteActuator(
+            body,
+            gear=np.asarray(m.actuator_gear[a], dtype=np.float64),
+            pos=pos,
+            quat=quat,
+            activation=activation,
+            gain=float(m.actuator_gainprm[a][0]),
+            bias_constant=b0,
+            bias_velocity=b2,
+            ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+            force_range=(
+                np.asarray(m.actuator_forcerange[a], dtype=np.float64)
+                if m.actuator_forcelimited[a]
+                else None
+            ),
+        )
     if tendon:  # length = g·ℓ, force = gain·u + b0 + b1·g·ℓ + b2·g·ℓ̇, applied as g·Jᵀ force
         return TendonActuator(
             tendon_name(label, j),
@@ -255,6 +305,7 @@ def convert_actuator(
             bias_position=g * g * b1,
             bias_velocity=g * g * b2,
             ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+            force_range=force_range,
         )
     # MuJoCo: length = g·qpos = g·(q + ref), force = gain·u + b0 + b1·length + b2·g·qvel,
     # applied as g·force on the dof.
@@ -267,6 +318,7 @@ def convert_actuator(
         bias_position=g * g * b1,
         bias_velocity=g * g * b2,
         ctrl_range=np.asarray(m.actuator_ctrlrange[a], dtype=np.float64) if clamp else None,
+        force_range=force_range,
     )
 
 

@@ -2,7 +2,7 @@
 `FixedTendon` and `SpatialTendon`, and its tendon equalities as `TendonEquality`,
 and its joint equalities as `JointEquality`, refusing (through `Labels.block`) what
 sciad cannot represent: wrapping around geoms, pulleys, nonlinear springs and
-dampers, tendon armature, actuator force limits and the other equality constraints."""
+dampers, tendon armature and the other equality constraints."""
 
 from collections.abc import Callable
 from typing import Any
@@ -10,8 +10,34 @@ from typing import Any
 import numpy as np
 
 from ._equality import AbstractEquality, JointEquality, TendonEquality
-from ._mjcf_elements import compose, disabled, impedance_of, Labels, nonzero, tendon_name
+from ._mjcf_elements import (
+    compose,
+    disabled,
+    geared_range,
+    impedance_of,
+    Labels,
+    nonzero,
+    tendon_name,
+)
 from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
+
+
+def _actuator_force_range(m: Any, mujoco: Any, label: Labels, i: int) -> np.ndarray | None:
+    """Tendon `i`'s `actuatorfrcrange` in sciad's units. MuJoCo clamps the sum of its
+    actuators' forces f (before their gears); sciad sums the forces g·f, so the
+    actuators on the tendon must share one gear g (`None`, reported to
+    `label.block`, otherwise), and the range becomes g·range."""
+    where = label("tendon", i)
+    frc = np.asarray(m.tendon_actfrcrange[i], dtype=np.float64)  # lower ≤ upper (compiler)
+    on = (m.actuator_trntype == int(mujoco.mjtTrn.mjTRN_TENDON)) & (m.actuator_trnid[:, 0] == i)
+    gears = {float(g) for g in m.actuator_gear[on, 0]}
+    if len(gears) > 1:
+        label.block(
+            f"{where}: actuatorfrcrange with actuators of different gears {sorted(gears)} "
+            "on it is not supported (MuJoCo sums their forces before the gears)."
+        )
+        return None
+    return geared_range(gears.pop() if gears else 1.0, frc)
 
 
 def _common(m: Any, mujoco: Any, label: Labels, i: int) -> dict[str, Any]:
@@ -27,10 +53,12 @@ def _common(m: Any, mujoco: Any, label: Labels, i: int) -> dict[str, Any]:
         label.block(f"{where}: nonlinear tendon damping (dampingpoly) is not supported.")
     if nonzero(m.tendon_armature[i]):
         label.block(f"{where}: tendon armature is not supported.")
+    frc = None
     if m.tendon_actfrclimited[i]:
-        label.block(f"{where}: actuatorfrcrange (a tendon force clamp) is not supported.")
+        frc = _actuator_force_range(m, mujoco, label, i)
     constraints = not disabled(m, mujoco, "mjDSBL_CONSTRAINT")
     kw: dict[str, Any] = dict(
+        actuator_force_range=frc,
         stiffness=float(m.tendon_stiffness[i]) if springs else 0.0,
         springlength=np.asarray(m.tendon_lengthspring[i], dtype=np.float64),
         damping=float(m.tendon_damping[i]) if dampers else 0.0,

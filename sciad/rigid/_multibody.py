@@ -47,6 +47,7 @@ from ._fluid import Medium
 from ._geom import ContactModel, ContactPair, Geom
 from ._impedance import InverseWeights, RowBlock
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
+from ._site_actuator import SiteActuator
 from ._spatial import (
     matvec,
 )
@@ -144,7 +145,8 @@ class MultiBody(AbstractModel):
     Reference: Featherstone, *Rigid Body Dynamics Algorithms* (2008), ch. 5–6.
 
     Parameters (differentiable arrays): `mass` `(n,)`, `inertia` `(n, 3)` principal
-    moments, `com` `(n, 3)`, `inertia_quat` `(n, 4)`, the placements `pos` `(n, 3)`
+    moments, `com` `(n, 3)`, `inertia_quat` `(n, 4)`, `gravcomp` `(n,)` (the bodies'
+    gravity compensation), the placements `pos` `(n, 3)`
     and `quat` `(n, 4)` (link lengths), `gravity` `(3,)`, the joints' damping,
     armature, axes and limits, the actuators' gains, and the `control` and `wrench`
     modules' fields. The topology (`names`, `parents`) is static.
@@ -219,6 +221,8 @@ class MultiBody(AbstractModel):
     inertia: Float[Array, "n 3"]
     com: Float[Array, "n 3"]
     inertia_quat: Float[Array, "n 4"]
+    gravcomp: Float[Array, " n"]
+    has_gravcomp: bool = eqx.field(static=True)
     gravity: Float[Array, "3"]
     actuators: tuple[AbstractActuator, ...]
     tendons: tuple[AbstractTendon, ...]
@@ -288,15 +292,23 @@ class MultiBody(AbstractModel):
         self.inertia = jnp.stack([b.inertia for b in bodies])
         self.com = jnp.stack([b.com for b in bodies])
         self.inertia_quat = jnp.stack([b.inertia_quat for b in bodies])
+        self.gravcomp = jnp.stack([b.gravcomp for b in bodies])
+        self.has_gravcomp = any(
+            not is_concrete(b.gravcomp) or float(b.gravcomp) != 0 for b in bodies
+        )
         self.gravity = as_float_array(gravity, "MultiBody gravity", (3,))
         actuators = tuple(actuators)
         for a in actuators:
             if not isinstance(a, AbstractActuator):
                 raise TypeError(
-                    "MultiBody actuators must be sciad.rigid.JointActuator or "
-                    f"TendonActuator; got {a!r}."
+                    "MultiBody actuators must be sciad.rigid.JointActuator, "
+                    f"TendonActuator or SiteActuator; got {a!r}."
                 )
             if isinstance(a, TendonActuator):  # checked with the tendons
+                continue
+            if isinstance(a, SiteActuator):
+                if a.body not in index:
+                    raise ValueError(f"SiteActuator: no body named {a.body!r}.")
                 continue
             assert isinstance(a, JointActuator)
             if a.joint not in index:
@@ -811,7 +823,9 @@ class MultiBody(AbstractModel):
         return bodies + 0.5 * jnp.sum(f.armature * v**2)
 
     def potential_energy(self, q: Q) -> FloatScalar:
-        """Gravitational potential energy −Σ_b m_b g · c_b plus the joint springs'
+        """Gravitational potential energy −Σ_b (1 − gravcomp_b) m_b g · c_b (the
+        bodies' gravity compensation counted; exact while it is not clamped by a
+        joint's `actuator_force_range`) plus the joint springs'
         ½ k (q − springref)² and the tendon springs' ½ k x² (x the stretch beyond
         the dead band)."""
         f = self._frames(q)
@@ -825,7 +839,8 @@ class MultiBody(AbstractModel):
         )
         if self.tendons:
             springs = springs + tendon_energy(self, f)
-        return springs - jnp.sum(self.mass * (com @ self.gravity))
+        weight = self.mass * (1 - self.gravcomp) if self.has_gravcomp else self.mass
+        return springs - jnp.sum(weight * (com @ self.gravity))
 
     def energy(self, y: State) -> FloatScalar:
         """Kinetic plus potential energy (gravity and joint springs) of y = (q, v).

@@ -16,7 +16,7 @@ import numpy as np
 from .._core._geometry import cross
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, check_scalar, is_concrete
-from ._actuators import TendonActuator
+from ._actuators import force_range_of, TendonActuator
 from ._grouped import assemble, grouped, map_grouped, stacked
 from ._impedance import Impedance, RowBlock
 from ._types import RangeLike, ScalarLike, Vec3Like
@@ -93,6 +93,7 @@ class AbstractTendon(eqx.Module):
     frictionloss: eqx.AbstractVar[FloatScalar]
     friction_impedance: eqx.AbstractVar[Impedance | None]
     has_friction: eqx.AbstractVar[bool]
+    actuator_force_range: eqx.AbstractVar[Float[Array, "2"] | None]
 
     @abc.abstractmethod
     def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
@@ -131,6 +132,10 @@ def _set_common(t: Any, owner: str, kw: dict[str, Any]) -> None:
     t.frictionloss = _nonnegative(loss, f"{label} frictionloss")
     t.has_friction = not is_concrete(loss) or float(np.asarray(loss)) > 0
     t.friction_impedance = _impedance(kw["friction_impedance"], f"{label} friction_impedance")
+    frc = kw["actuator_force_range"]
+    t.actuator_force_range = (
+        None if frc is None else force_range_of(frc, f"{label} actuator_force_range")
+    )
 
 
 class FixedTendon(AbstractTendon):
@@ -154,6 +159,12 @@ class FixedTendon(AbstractTendon):
       `None`: the model's [`ContactModel`][sciad.rigid.ContactModel]'s).
     - `frictionloss` F ≥ 0 (force): dry friction along ℓ; `friction_impedance` its
       impedance (MuJoCo's `solreffriction`, `solimpfriction`; `None`: the model's).
+    - `actuator_force_range`: optional `(lower, upper)`, lower ≤ upper (force): a
+      clamp on the sum of the forces of the
+      [`TendonActuator`][sciad.rigid.TendonActuator]s on the tendon; outside it,
+      each of their forces is scaled by lower/sum or upper/sum, so that the sum
+      lands on the bound (MuJoCo's tendon `actuatorfrcrange`; a zero sum is left
+      alone).
 
     **Example:**
 
@@ -177,6 +188,7 @@ class FixedTendon(AbstractTendon):
     frictionloss: FloatScalar
     friction_impedance: Impedance | None
     has_friction: bool = eqx.field(static=True)
+    actuator_force_range: Float[Array, "2"] | None
 
     def __init__(
         self,
@@ -192,6 +204,7 @@ class FixedTendon(AbstractTendon):
         limit_impedance: Impedance | None = None,
         frictionloss: ScalarLike = 0.0,
         friction_impedance: Impedance | None = None,
+        actuator_force_range: RangeLike | None = None,
     ):
         self.name = _name("FixedTendon", name)
         label = f"FixedTendon {name!r}"
@@ -258,7 +271,7 @@ class SpatialTendon(AbstractTendon):
     - `path`: `[(body, pos), ...]`, at least two points: each a body name (`None`:
       the world) and a position in that body's frame (length), shape `(3,)`.
     - `stiffness`, `springlength`, `damping`, `range`, `margin`, `limit_impedance`,
-      `frictionloss`, `friction_impedance`: as for
+      `frictionloss`, `friction_impedance`, `actuator_force_range`: as for
       [`FixedTendon`][sciad.rigid.FixedTendon] (`springlength` default 0: a spring
       that always pulls).
 
@@ -283,6 +296,7 @@ class SpatialTendon(AbstractTendon):
     frictionloss: FloatScalar
     friction_impedance: Impedance | None
     has_friction: bool = eqx.field(static=True)
+    actuator_force_range: Float[Array, "2"] | None
 
     def __init__(
         self,
@@ -297,6 +311,7 @@ class SpatialTendon(AbstractTendon):
         limit_impedance: Impedance | None = None,
         frictionloss: ScalarLike = 0.0,
         friction_impedance: Impedance | None = None,
+        actuator_force_range: RangeLike | None = None,
     ):
         self.name = _name("SpatialTendon", name)
         label = f"SpatialTendon {name!r}"

@@ -1150,11 +1150,12 @@ MJCF_CASES = [
         "mjcf two blockers at once",
         lambda: rigid.load_mjcf(
             '<mujoco><worldbody><body name="leg" mocap="true"/><body name="arm" gravcomp="1">'
-            '<joint name="y" axis="0 1 0"/><geom size="0.1"/></body></worldbody></mujoco>'
+            '<joint name="y" type="ball" actuatorgravcomp="true"/><geom size="0.1"/></body>'
+            "</worldbody></mujoco>"
         ),
         ValueError,
         r"cannot represent 2 features of this model faithfully:\n  - MJCF body 'leg': mocap"
-        r".*\n  - MJCF body 'arm': gravity compensation",
+        r".*\n  - MJCF joint 'y': actuatorgravcomp on a ball or free joint",
     ),
     (
         "mjcf tendon",
@@ -1168,12 +1169,12 @@ MJCF_CASES = [
         "MJCF tendon 't': tendon armature is not supported",
     ),
     (
-        "mjcf actuator forcerange",
+        "mjcf actuator user dynamics",
         lambda: rigid.load_mjcf(
-            _MJCF_HINGE.format('<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>')
+            _MJCF_HINGE.format('<actuator><general name="m" joint="j" dyntype="user"/></actuator>')
         ),
         ValueError,
-        "MJCF actuator 'm': forcerange",
+        "MJCF actuator 'm': activation dynamics mjDYN_USER are not supported",
     ),
     (
         "mjcf qpos shape",

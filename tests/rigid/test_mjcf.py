@@ -489,12 +489,13 @@ UNSUPPORTED = {
         _world(_BODY, '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>'),
         r"MJCF equality 'eq': equality constraints \(connect\)",
     ),
-    "site transmission": (
+    "site transmission with a reference site": (
         _world(
-            '<body name="b"><freejoint/><geom size="0.1"/><site name="s"/></body>',
-            '<actuator><motor name="thrust" site="s" gear="0 0 1 0 0 0"/></actuator>',
+            '<site name="ref"/><body name="b"><freejoint/><geom size="0.1"/><site name="s"/>'
+            "</body>",
+            '<actuator><motor name="thrust" site="s" refsite="ref" gear="0 0 1 0 0 0"/></actuator>',
         ),
-        r"MJCF actuator 'thrust': a site transmission is not supported",
+        r"MJCF actuator 'thrust': a site transmission with a reference site is not supported",
     ),
     "actuator on a ball joint": (
         _world(
@@ -507,9 +508,14 @@ UNSUPPORTED = {
         _world(_BODY, '<actuator><general name="f" joint="j" dyntype="user"/></actuator>'),
         r"MJCF actuator 'f': activation dynamics mjDYN_USER are not supported",
     ),
-    "force range": (
-        _world(_BODY, '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'),
-        r"MJCF actuator 'm': forcerange",
+    "tendon force range with unequal gears": (
+        _world(
+            _BODY,
+            '<tendon><fixed name="t" actuatorfrcrange="-1 1"><joint joint="j" coef="1"/>'
+            '</fixed></tendon><actuator><motor tendon="t" gear="1"/><motor tendon="t" gear="2"/>'
+            "</actuator>",
+        ),
+        r"MJCF tendon 't': actuatorfrcrange with actuators of different gears",
     ),
     "mesh geom": (
         _world(
@@ -574,9 +580,12 @@ UNSUPPORTED = {
         _world('<body name="target" mocap="true"/>' + _BODY),
         r"MJCF body 'target': mocap bodies",
     ),
-    "gravcomp": (
-        _world('<body name="b" gravcomp="1"><joint/><geom size="0.1"/></body>'),
-        r"MJCF body 'b': gravity compensation",
+    "gravcomp through a ball joint's actuators": (
+        _world(
+            '<body name="b" gravcomp="1"><joint name="j" type="ball" actuatorgravcomp="true"/>'
+            '<geom size="0.1"/></body>'
+        ),
+        r"MJCF joint 'j': actuatorgravcomp on a ball or free joint",
     ),
 }
 
@@ -678,10 +687,11 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     its element, so that one load tells the user everything that is missing."""
     xml = _world(
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
+        '<body name="target" mocap="true"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
         '<geom name="g" size="0.1" solref="-1 1"/></body>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
-        '<actuator><motor name="m" joint="j" forcerange="-1 1"/></actuator>'
+        '<actuator><general name="m" joint="j" dyntype="user"/></actuator>'
         '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>',
     )
     with pytest.raises(ValueError) as e:
@@ -690,9 +700,9 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     assert msg.startswith("MJCF model: sciad.rigid cannot represent 5 features")
     for part in (
         "MJCF tendon 't': tendon armature",
-        "MJCF body 'b': gravity compensation",
+        "MJCF body 'target': mocap bodies",
         "MJCF equality 'eq': equality constraints (connect) are not supported",
-        "MJCF actuator 'm': forcerange",
+        "MJCF actuator 'm': activation dynamics mjDYN_USER are not supported",
         "MJCF geom 'g': solref (-1.0, 1.0) mixes the standard format",
     ):
         assert part in msg, part
