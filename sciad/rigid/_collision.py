@@ -157,13 +157,17 @@ class Contacts(NamedTuple):
 def _pair_groups(
     geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]], depth_only: bool = False
 ) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
-    """The pairs grouped by kind and shape structure, in the order of `find_contacts`'s
+    """The pairs grouped by kind and shape structure and leaf shapes (meshes with
+    different vertex counts apart), in the order of `find_contacts`'s
     points: (collision function, points per pair, first geoms, second geoms); with
     `depth_only`, the `DEPTH_ONLY` function (one point) where a kind has one."""
     groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
     for i, j in pairs:
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
-        struct = (jax.tree.structure(geoms[i].shape), jax.tree.structure(geoms[j].shape))
+        struct = tuple(
+            (jax.tree.structure(s), tuple(np.shape(x) for x in jax.tree.leaves(s)))
+            for s in (geoms[i].shape, geoms[j].shape)
+        )
         groups.setdefault((*key, struct), []).append((i, j))
     out = []
     for (ka, kb, _), members in groups.items():
@@ -361,11 +365,11 @@ def near_pairs(model: Anything, rot: Array, pos: Array) -> tuple[tuple[int, int]
     `pos` (n, 3) (MuJoCo's broad phase with `geom_rbound`; a plane's or height field's
     sphere is unbounded): the only pairs that can be within their margin, so the only
     ones the deep-penetration check computes."""
-    rot = np.concatenate([np.asarray(rot), np.eye(3)[None]])
-    pos = np.concatenate([np.asarray(pos), np.zeros((1, 3))])
+    rots = np.concatenate([np.asarray(rot), np.eye(3)[None]])
+    poss = np.concatenate([np.asarray(pos), np.zeros((1, 3))])
     gb = np.asarray(model.geom_body)
     centre = np.stack(
-        [pos[b] + rot[b] @ np.asarray(g.pos) for b, g in zip(gb, model.geoms, strict=True)]
+        [poss[b] + rots[b] @ np.asarray(g.pos) for b, g in zip(gb, model.geoms, strict=True)]
     )
     unbounded = (Plane, HeightField)
     radius = np.asarray(
