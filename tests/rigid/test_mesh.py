@@ -86,6 +86,30 @@ def test_plane_contacts_match_mujoco_to_round_off(mesh):
     assert len(counts) >= 2
 
 
+def test_meshes_of_different_sizes_in_one_model():
+    """A tetrahedron (4 vertices) and a cube (8) on one plane (kept apart by
+    contype/conaffinity: mesh–mesh is refused): the pairs are grouped by their shapes'
+    array sizes (one pytree structure), and the contact list is MuJoCo's to 1e-12."""
+    tet = " ".join(map(str, MESHES["tetra"].ravel()))
+    cube = " ".join(map(str, MESHES["cube"].ravel()))
+    xml = f"""<mujoco><asset><mesh name="t" vertex="{tet}"/><mesh name="r" vertex="{cube}"/>
+    </asset><worldbody><geom type="plane" size="2 2 1" contype="3" conaffinity="3"/>
+    <body pos="0.5 0 0.02" euler="10 20 30"><freejoint/><geom type="mesh" mesh="t" contype="2"
+    conaffinity="2"/></body>
+    <body pos="0 0 0.01" euler="5 -10 0"><freejoint/><geom type="mesh" mesh="r"/></body>
+    </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    mj = rigid.from_mujoco(m)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    c = _contacts(mj.model, mj.qpos_to_q(jnp.asarray(d.qpos)))
+    active = np.asarray(c.dist) < 0
+    ours = _rows(np.asarray(c.dist)[active], c.normal[active], c.point[active])
+    ref = np.array([np.r_[x.dist, x.frame[:3], x.pos] for x in d.contact[: d.ncon]])
+    assert ours.shape[0] == d.ncon >= 3
+    np.testing.assert_allclose(ours, _rows(*np.split(ref, [1, 4], 1)), atol=1e-12)
+
+
 def _pair(mesh: str, other: str):
     xml = f"""<mujoco>{_asset(mesh)}<worldbody>
     <body><freejoint/><geom {OTHER[other]}/></body>
