@@ -54,6 +54,7 @@ from ._joints import (
     HingeJoint as HingeJoint,
     SliderJoint as SliderJoint,
 )
+from ._mesh import ConvexMesh as ConvexMesh
 from ._mjcf import (
     from_mujoco as from_mujoco,
     load_mjcf as load_mjcf,

@@ -184,13 +184,17 @@ class Contacts(NamedTuple):
 def _pair_groups(
     geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]], depth_only: bool = False
 ) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
-    """The pairs grouped by kind and shape structure, in the order of `find_contacts`'s
+    """The pairs grouped by kind and shape structure and leaf shapes (meshes with
+    different vertex counts apart), in the order of `find_contacts`'s
     points: (collision function, points per pair, first geoms, second geoms); with
     `depth_only`, the `DEPTH_ONLY` function (one point) where a kind has one."""
     groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
     for i, j in pairs:
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
-        struct = (jax.tree.structure(geoms[i].shape), jax.tree.structure(geoms[j].shape))
+        struct = tuple(
+            (jax.tree.structure(s), tuple(np.shape(x) for x in jax.tree.leaves(s)))
+            for s in (geoms[i].shape, geoms[j].shape)
+        )
         groups.setdefault((*key, struct), []).append((i, j))
     out = []
     for (ka, kb, _), members in groups.items():

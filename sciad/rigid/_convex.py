@@ -25,6 +25,7 @@ import numpy as np
 
 from .._core._geometry import cross
 from ._hfield import Prism
+from ._mesh import ConvexMesh
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Sphere
 
 # Iteration limits. GJK and EPA stop when converged (`lax.while_loop`; under `vmap`
@@ -429,7 +430,7 @@ def _flat_directions(p: _Part, local: Array) -> tuple[Array, Array]:
     witness point `local`, and which of them apply (3,): a capsule's axis inside its
     segment; a box's axes along which the point is inside a face or an edge; a
     cylinder's axis along its side, and its x and y inside a cap; a height-field
-    prism's face or edge directions."""
+    prism's or a mesh's face or edge directions."""
     eye, inner = jnp.eye(3, dtype=local.dtype), 1 - 1e-7
     none = jnp.zeros(3, bool)
     if isinstance(p.shape, Capsule):
@@ -440,7 +441,7 @@ def _flat_directions(p: _Part, local: Array) -> tuple[Array, Array]:
         cap = local[0] ** 2 + local[1] ** 2 < (inner * p.shape.radius) ** 2
         side = jnp.abs(local[2]) < inner * p.shape.half_length
         return eye, jnp.stack([cap, cap, side])
-    if isinstance(p.shape, Prism):
+    if isinstance(p.shape, (Prism, ConvexMesh)):
         return p.shape.flat_directions(local, 1e-7 * p.shape.bounding_radius())
     return eye, none
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._core._types import FloatScalar
 from .._core._validate import as_float_array, check_int, check_positive, is_concrete
+from ._mesh import polytope_flat_directions
 from ._shapes import AbstractShape
 
 
@@ -159,27 +160,7 @@ class Prism(AbstractShape):
         `local`, and which apply (3,): a face's two tangents inside a face, an edge's
         direction on an edge, none at a vertex."""
         normals, offsets = self.faces()
-        on = jnp.abs(normals @ local - offsets) < tol
-        count = jnp.sum(on)
-        first = jnp.argmax(on)
-        second = jnp.argmax(on & (jnp.arange(5) != first))
-        n1, n2 = normals[first], normals[second]
-        helper = jnp.where(
-            jnp.abs(n1[0]) < 0.9, jnp.asarray([1.0, 0.0, 0.0]), jnp.asarray([0.0, 1.0, 0.0])
-        ).astype(local.dtype)
-        t1 = jnp.cross(n1, helper)
-        t1 = t1 / jnp.sqrt(jnp.sum(t1**2))
-        t2 = jnp.cross(n1, t1)
-        edge = jnp.cross(n1, n2)
-        edge = edge / jnp.sqrt(jnp.maximum(jnp.sum(edge**2), 1e-30))
-        zero = jnp.zeros(3, local.dtype)
-        dirs = jnp.where(count == 1, jnp.stack([t1, t2, zero]), jnp.stack([edge, zero, zero]))
-        flags = jnp.where(
-            count == 1,
-            jnp.asarray([True, True, False]),
-            jnp.where(count == 2, jnp.asarray([True, False, False]), jnp.zeros(3, bool)),
-        )
-        return dirs, flags
+        return polytope_flat_directions(normals, offsets, local, tol)
 
 
 def _prisms(field: HeightField, rmin: Array, cmin: Array) -> Array:

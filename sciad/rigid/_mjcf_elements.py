@@ -17,6 +17,7 @@ from ._geom import ContactPair, Geom
 from ._hfield import HeightField
 from ._impedance import Impedance
 from ._joints import AbstractJoint, BallJoint, FreeJoint, HingeJoint, SliderJoint
+from ._mesh import ConvexMesh, mujoco_graph, mujoco_polygons
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 from ._site_actuator import SiteActuator
 
@@ -374,6 +375,15 @@ def _height_field(m: Any, g: int, pairs: set[tuple[int, int]]) -> HeightField:
     return HeightField(data, size, window=min(need, nrow - 1, ncol - 1))
 
 
+def _mesh(m: Any, g: int) -> ConvexMesh:
+    """Geom g's mesh: MuJoCo's vertices (in the geom's frame, float32 widened exactly)
+    hull polygons and hull graph."""
+    k = int(m.geom_dataid[g])
+    adr, num = int(m.mesh_vertadr[k]), int(m.mesh_vertnum[k])
+    vertices = np.asarray(m.mesh_vert[adr : adr + num], np.float64)
+    return ConvexMesh(vertices, mujoco_polygons(m, k), mujoco_graph(m, k))
+
+
 def _shape(
     m: Any, mujoco: Any, label: Labels, g: int, pairs: set[tuple[int, int]]
 ) -> AbstractShape | None:
@@ -393,10 +403,12 @@ def _shape(
         return Ellipsoid(size)
     if t == int(G.mjGEOM_HFIELD):
         return _height_field(m, g, pairs)
+    if t == int(G.mjGEOM_MESH):
+        return _mesh(m, g)
     kind = mujoco.mjtGeom(t).name.removeprefix("mjGEOM_").lower()
     label.block(
         f"{label('geom', g)}: {kind} geoms cannot collide in sciad.rigid (planes, height "
-        "fields, spheres, capsules, ellipsoids, boxes and cylinders can); make it "
+        "fields, spheres, capsules, ellipsoids, boxes, cylinders and meshes can); make it "
         'visual-only with contype="0" conaffinity="0", or replace it by primitives.'
     )
     return None

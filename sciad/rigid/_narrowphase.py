@@ -12,6 +12,7 @@ import numpy as np
 from .._core._geometry import cross, safe_norm
 from ._convex import convex_contact, multiccd_contacts
 from ._hfield import HeightField, hfield_points
+from ._mesh import ConvexMesh
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 
 # ---------------------------------------------------------------------------------------
@@ -464,6 +465,29 @@ def _plane_convex(sa, ra, pa, sb, rb, pb) -> _Points:
     return _plane_points(ra, pa, (rb @ sb.support(-(rb.T @ n)) + pb)[None], 0.0)
 
 
+# MuJoCo's `mjc_PlaneConvex` for a mesh: at most this many contacts.
+PLANE_MESH_CONTACTS = 4
+
+
+def _plane_mesh(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Plane–mesh (4 points), as MuJoCo's `mjc_PlaneConvex`: the support vertex against
+    the plane's normal, then the other corners of the hull face there most opposed to
+    the normal (at most a quadrilateral: `ConvexMesh.face_corners`) that lie below the
+    plane and below the mesh's centre. Points not taken get a positive placeholder
+    distance."""
+    n = ra[:, 2]
+    v = sb.vertices
+    local = rb.T @ n
+    best = sb.support_index(-local)
+    ids, exists = sb.face_corners(best, local)
+    pts = jnp.concatenate([v[best][None], v[ids]]) @ rb.T + pb[None]
+    p = _plane_points(ra, pa, pts, 0.0)
+    below_centre = (pts - pb[None]) @ n <= 0
+    ok = jnp.concatenate([jnp.asarray([True]), exists & (p.dist[1:] <= 0) & below_centre[1:]])
+    placeholder = jnp.abs(p.dist) + 2 * jax.lax.stop_gradient(sb.bounding_radius())
+    return _Points(jnp.where(ok, p.dist, placeholder), p.normal, p.point)
+
+
 def _convex(sa, ra, pa, sb, rb, pb) -> _Points:
     """One point from the general convex collision (GJK and EPA, `_convex.py`), as
     MuJoCo's `mjc_Convex` for pairs with a sphere or an ellipsoid."""
@@ -493,7 +517,7 @@ DEPTH_ONLY = {_multiccd: _convex}
 
 
 # Pair kinds: the first shape type sorts first in this order.
-_ORDER = (Plane, HeightField, Sphere, Capsule, Ellipsoid, Box, Cylinder)
+_ORDER = (Plane, HeightField, Sphere, Capsule, Ellipsoid, Box, Cylinder, ConvexMesh)
 # Pair kinds without a collision function in MuJoCo either (no contacts, no error).
 NEVER_COLLIDE = {(Plane, Plane), (Plane, HeightField), (HeightField, HeightField)}
 # Points per pair set by the first shape (None in `_COLLIDE`): a height field's window.
@@ -520,6 +544,13 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Box, Cylinder): (_multiccd, 5),
     (Cylinder, Cylinder): (_multiccd, 5),
     **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
+    # meshes, as MuJoCo's table: mjc_PlaneConvex, mjc_Convex with a sphere or an
+    # ellipsoid (one point). Capsule, cylinder, box and mesh against a mesh are not
+    # supported: MuJoCo 4's contact sets there (nativeccd's polygon clipping, and for
+    # a capsule two points of their own) are not reproduced.
+    (Plane, ConvexMesh): (_plane_mesh, PLANE_MESH_CONTACTS),
+    (Sphere, ConvexMesh): (_convex, 1),
+    (Ellipsoid, ConvexMesh): (_convex, 1),
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.

@@ -194,3 +194,24 @@ def value_jvp_fd(f, *xs, eps):
     values: a (value, derivative, difference) triple per point (one triple for one
     point)."""
     return _with_differences(jax.jit(lambda s: jax.jvp(f, (s,), (jnp.ones_like(s),))), xs, eps)
+
+
+def two_free_geoms_touching(m, d, n, seed, spread, accept=lambda d: d.ncon > 0):
+    """`n` random poses of a MuJoCo model's two free bodies (independent random
+    orientations, the second body's centre normal with scale `spread` about the
+    first's) at which `accept(d)` holds after `mj_forward` (a contact, by default):
+    yields `d` at each."""
+    import mujoco
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(seed)
+    found = 0
+    while found < n:
+        d.qpos[:] = 0.0
+        d.qpos[3:7] = Rotation.random(random_state=rng).as_quat(scalar_first=True)
+        d.qpos[10:14] = Rotation.random(random_state=rng).as_quat(scalar_first=True)
+        d.qpos[7:10] = rng.normal(size=3) * spread
+        mujoco.mj_forward(m, d)
+        if accept(d):
+            found += 1
+            yield d

@@ -11,6 +11,8 @@ import sciad
 import sciad.rigid as rigid
 from sciad.rigid._narrowphase import _COLLIDE, _kind
 
+from .scenes import two_free_geoms_touching
+
 mujoco = pytest.importorskip("mujoco")
 Rotation = pytest.importorskip("scipy.spatial.transform").Rotation
 minimize = pytest.importorskip("scipy.optimize").minimize
@@ -59,7 +61,6 @@ def _support_np(kind, size, rot, pos, d):
 def _poses(kind_a, kind_b, n, margin=0.0, seed=0):
     """Random poses at which MuJoCo reports a contact (penetrating, or apart within
     `margin`): MuJoCo's contacts and the geoms' frames."""
-    rng = np.random.default_rng(seed)
     m = mujoco.MjModel.from_xml_string(
         _XML.format(
             ta=kind_a,
@@ -69,16 +70,9 @@ def _poses(kind_a, kind_b, n, margin=0.0, seed=0):
             margin=margin,
         )
     )
-    d = mujoco.MjData(m)
     out = []
-    while len(out) < n:
-        d.qpos[:] = 0.0
-        d.qpos[3:7] = Rotation.random(random_state=rng).as_quat(scalar_first=True)
-        d.qpos[10:14] = Rotation.random(random_state=rng).as_quat(scalar_first=True)
-        d.qpos[7:10] = rng.normal(size=3) * 0.3
-        mujoco.mj_forward(m, d)
-        if d.ncon == 0 or (margin > 0 and d.contact.dist[0] < 0):
-            continue
+    accept = lambda d: d.ncon > 0 and not (margin > 0 and d.contact.dist[0] < 0)  # noqa: E731
+    for d in two_free_geoms_touching(m, mujoco.MjData(m), n, seed, 0.3, accept):
         frames = [(d.geom_xmat[g].reshape(3, 3).copy(), d.geom_xpos[g].copy()) for g in (0, 1)]
         out.append((frames, [(c.dist, c.pos.copy(), c.frame[:3].copy()) for c in d.contact]))
     return out
