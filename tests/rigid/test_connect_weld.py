@@ -186,7 +186,8 @@ def test_connect_weld_run_as_mujoco(parts, integrator):
 def test_gradient_with_respect_to_the_mocap_pose_and_the_anchor():
     """d(final hand position)/d(mocap position, weld anchor) through 50 Euler steps:
     forward mode (the 3×6 Jacobian) and reverse mode (the gradient of one
-    coordinate) against central differences in float64."""
+    coordinate) against central differences in float64 (measured: forward against
+    central 1.3e-9 of entries up to 0.97, reverse against forward 1.1e-16)."""
     m = _model((MOCAP,))
     mj = _converted(m)
     i = mj.model.body_index("target")
@@ -211,7 +212,7 @@ def test_gradient_with_respect_to_the_mocap_pose_and_the_anchor():
         ],
         axis=1,
     )
-    np.testing.assert_allclose(fwd, central, atol=1e-7)
+    np.testing.assert_allclose(fwd, central, atol=1e-8)
     np.testing.assert_allclose(rev, fwd[0], atol=1e-12)
     assert np.abs(fwd[:, :3]).max() > 0.1  # the hand follows the target
 
