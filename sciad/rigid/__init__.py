@@ -29,9 +29,11 @@ from ._body import Body as Body
 from ._collision import Contacts as Contacts
 from ._equality import (
     AbstractEquality as AbstractEquality,
+    AbstractScalarEquality as AbstractScalarEquality,
     JointEquality as JointEquality,
     TendonEquality as TendonEquality,
 )
+from ._equality_bodies import ConnectEquality as ConnectEquality, WeldEquality as WeldEquality
 from ._fluid import FluidEllipsoid as FluidEllipsoid, Medium as Medium
 from ._geom import (
     ContactModel as ContactModel,

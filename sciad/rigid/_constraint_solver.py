@@ -286,7 +286,11 @@ def scalar_rows(block: RowBlock, v: Array, diagonal: Array, dt: RealScalarLike) 
     (`row_terms`); rows that do not act get 1/R = 0. The solve's γ is an impulse,
     so the block's force bounds are scaled by `dt`."""
     u = block.jac @ v
-    ref, r = row_terms(block.impedance, block.violation, u, diagonal, dt, friction=block.friction)
+    ref, r = row_terms(
+        block.impedance, block.violation, u, diagonal, dt, friction=block.friction, at=block.at
+    )
+    if block.bias is not None:
+        ref = ref - jnp.asarray(dt, ref.dtype) * block.bias
     active = block.active & _movable(diagonal)
     inv_r = jnp.where(active, 1.0 / jnp.where(active, r, 1.0), 0.0)
     dt = jnp.asarray(dt, ref.dtype)

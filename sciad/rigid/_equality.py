@@ -1,6 +1,7 @@
-"""Constraint rows besides contacts and limits: MuJoCo's joint and tendon equality
-constraints (`JointEquality`, `TendonEquality`) and the joints' friction losses (one
-row per dof).
+"""Constraint rows besides contacts and limits: the equality constraints' interface
+(`AbstractEquality`), MuJoCo's joint and tendon equality constraints
+(`JointEquality`, `TendonEquality`; connect and weld are in `_equality_bodies.py`) and
+the joints' friction losses (one row per dof).
 
 Functions of a `MultiBody` `mb` (duck-typed, as in `_tendons.py`)."""
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 import numpy as np
@@ -31,25 +33,72 @@ def _polynomial(c: Array, x: Array) -> tuple[Array, Array]:
 
 
 class AbstractEquality(eqx.Module):
-    """A scalar equality constraint of a [`MultiBody`][sciad.rigid.MultiBody]
-    coupling two scalar positions polynomially (MuJoCo's joint and tendon
-    equalities, `mj_instantiateEquality`): with xᵢ an object's position less its
-    reference, the bilateral row
-
-        r = x₁ − c₀ − (c₁ x₂ + c₂ x₂² + c₃ x₂³ + c₄ x₂⁴)   (r = x₁ − c₀ without `second`)
-
-    with Jacobian J₁ − p'(x₂) J₂ (p the polynomial, Jᵢ the positions' Jacobians), force
-    unbounded and always active, solved with the contacts and limits. Its inverse
-    inertia in the regularisation is the sum of the two objects' inverse weights
-    when the model has [`InverseWeights`][sciad.rigid.InverseWeights] (MuJoCo's
-    `diagApprox`), else the exact one. A model with one needs time stepping
+    """An equality constraint of a [`MultiBody`][sciad.rigid.MultiBody]: k bilateral
+    rows r(q) = 0 (MuJoCo's `<equality>`, `mj_instantiateEquality`), force unbounded
+    and always active, solved with the contacts and limits. Their impedance is
+    evaluated at the norm of the k residuals (MuJoCo's `getposdim`; |r| for one row);
+    their inverse inertia in the regularisation is MuJoCo's `diagApprox` when the
+    model has [`InverseWeights`][sciad.rigid.InverseWeights], else the exact
+    J M⁻¹ Jᵀ. A model with one needs time stepping
     ([`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler] or
     [`RKMK4`][sciad.rigid.RKMK4]).
 
     Concrete: [`TendonEquality`][sciad.rigid.TendonEquality],
-    [`JointEquality`][sciad.rigid.JointEquality].
+    [`JointEquality`][sciad.rigid.JointEquality] (one row, through
+    [`AbstractScalarEquality`][sciad.rigid.AbstractScalarEquality]),
+    [`ConnectEquality`][sciad.rigid.ConnectEquality] (three rows) and
+    [`WeldEquality`][sciad.rigid.WeldEquality] (six rows).
 
     **Example:** `assert isinstance(sciad.rigid.JointEquality("a", "b"), sciad.rigid.AbstractEquality)`
+    """
+
+    impedance: eqx.AbstractVar[Impedance | None]
+
+    @abc.abstractmethod
+    def check(self, tendons: Sequence[Anything], joints: dict[str, Anything]) -> None:
+        """Raise a `ValueError` unless the objects exist in the model (`tendons`, and
+        the bodies' `joints` by body name)."""
+
+    @abc.abstractmethod
+    def rows(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+        """The residuals r (k,) and their Jacobian dr/dv (k, nv) at configuration `q`
+        with frames `f` of the `MultiBody` `mb`."""
+
+    @abc.abstractmethod
+    def diagonal(self, mb: Anything, dtype: Anything) -> Array:
+        """The rows' constant inverse inertias (k,) from `mb.inverse_weights` (MuJoCo's
+        `diagApprox`)."""
+
+    @property
+    def accelerating(self) -> bool:
+        """Whether the rows' reference acceleration subtracts J̇v (`jdot_v`): MuJoCo 4
+        does for connects and welds (`mj_Jdotv`), not for joint and tendon rows."""
+        return False
+
+    def jdot_v(self, mb: Anything, q: Array, v: Array) -> Array:
+        """J̇v (k,): the rows' acceleration at v̇ = 0, d/dt (J(q) v) along q̇ from v
+        (forward-mode differentiation of `rows` along `mb.position_derivative`)."""
+        qdot = mb.position_derivative(q, v)
+        return jax.jvp(lambda x: self.rows(mb, mb._frames(x), x)[1] @ v, (q,), (qdot,))[1]
+
+
+class AbstractScalarEquality(AbstractEquality):
+    """An [`AbstractEquality`][sciad.rigid.AbstractEquality] of one row coupling two
+    scalar positions polynomially (MuJoCo's joint and tendon equalities,
+    `mj_instantiateEquality`): with xᵢ an object's position less its reference, the
+    row
+
+        r = x₁ − c₀ − (c₁ x₂ + c₂ x₂² + c₃ x₂³ + c₄ x₂⁴)   (r = x₁ − c₀ without `second`)
+
+    with Jacobian J₁ − p'(x₂) J₂ (p the polynomial, Jᵢ the positions' Jacobians). Its
+    inverse inertia in the regularisation is the sum of the two objects' inverse
+    weights when the model has [`InverseWeights`][sciad.rigid.InverseWeights]
+    (MuJoCo's `diagApprox`), else the exact one.
+
+    Concrete: [`TendonEquality`][sciad.rigid.TendonEquality],
+    [`JointEquality`][sciad.rigid.JointEquality].
+
+    **Example:** `assert isinstance(sciad.rigid.JointEquality("a", "b"), sciad.rigid.AbstractScalarEquality)`
     """
 
     first: eqx.AbstractVar[str]
@@ -62,11 +111,6 @@ class AbstractEquality(eqx.Module):
     def names(self) -> tuple[str, ...]:
         """The objects' names: `(first,)` or `(first, second)`."""
         return (self.first,) if self.second is None else (self.first, self.second)
-
-    @abc.abstractmethod
-    def check(self, tendons: Sequence[Anything], joints: dict[str, Anything]) -> None:
-        """Raise a `ValueError` unless the objects exist in the model (`tendons`, and
-        the bodies' `joints` by body name)."""
 
     @abc.abstractmethod
     def positions(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
@@ -93,6 +137,15 @@ class AbstractEquality(eqx.Module):
         p, dp = _polynomial(c, x[1])
         return x[0] - c[0] - p, jac[0] - dp * jac[1]
 
+    def rows(self, mb: Anything, f: Anything, q: Array) -> tuple[Array, Array]:
+        """The one row (`row`) as r (1,) and J (1, nv)."""
+        r, jac = self.row(mb, f, q)
+        return r[None], jac[None]
+
+    def diagonal(self, mb: Anything, dtype: Anything) -> Array:
+        """The sum of the objects' inverse weights, shape (1,)."""
+        return jnp.sum(self.inverse_weights(mb, dtype))[None]
+
 
 def _set_common(e: Any, owner: str, what: str, kw: dict[str, Any]) -> None:
     """Validate and set the fields every `AbstractEquality` shares."""
@@ -112,8 +165,8 @@ def _set_common(e: Any, owner: str, what: str, kw: dict[str, Any]) -> None:
     e.impedance = imp
 
 
-class TendonEquality(AbstractEquality):
-    """An [`AbstractEquality`][sciad.rigid.AbstractEquality] on tendon lengths
+class TendonEquality(AbstractScalarEquality):
+    """An [`AbstractScalarEquality`][sciad.rigid.AbstractScalarEquality] on tendon lengths
     (MuJoCo's `<equality><tendon>`): xᵢ = ℓᵢ − ℓᵢ⁰, a tendon's length less its
     reference, Jᵢ its Jacobian; the inverse weights the tendons'
     `InverseWeights.tendon`.
@@ -179,8 +232,8 @@ class TendonEquality(AbstractEquality):
         return mb.inverse_weights.tendon.astype(dtype)[idx]
 
 
-class JointEquality(AbstractEquality):
-    """An [`AbstractEquality`][sciad.rigid.AbstractEquality] on joint positions
+class JointEquality(AbstractScalarEquality):
+    """An [`AbstractScalarEquality`][sciad.rigid.AbstractScalarEquality] on joint positions
     (MuJoCo's `<equality><joint>`): xᵢ = qᵢ − qᵢ⁰, the coordinate of a hinge or
     slider less its reference, Jᵢ the unit row of its dof; the inverse weights the
     dofs' `InverseWeights.dof`. With the default `polycoef` the two joints move
@@ -263,8 +316,8 @@ def check_equalities(
     for i, e in enumerate(equalities):
         if not isinstance(e, AbstractEquality):
             raise TypeError(
-                "MultiBody equalities must be sciad.rigid.TendonEquality or JointEquality; "
-                f"item {i} is {e!r}."
+                "MultiBody equalities must be sciad.rigid.TendonEquality, JointEquality, "
+                f"ConnectEquality or WeldEquality; item {i} is {e!r}."
             )
         e.check(tendons, joints)
     return equalities
@@ -283,31 +336,54 @@ def check_equality_weights(mb: Anything) -> None:
         )
 
 
-def equality_rows(mb: Anything, f: Anything, q: Array) -> list[RowBlock]:
+def equality_rows(mb: Anything, f: Anything, q: Array, v: Array | None = None) -> list[RowBlock]:
     """The equalities' rows (MuJoCo's `mj_instantiateEquality`) at configuration `q`
-    with frames `f`: r and J per equality, force in (−inf, inf), always active; the
-    diagonal MuJoCo's `diagApprox` (the objects' inverse weights summed) when the
-    model has `inverse_weights`, else `None`."""
+    with frames `f`: r and J of every equality, force in (−inf, inf), always active,
+    each equality's impedance evaluated at the norm of its rows (MuJoCo's
+    `getposdim`); the diagonal MuJoCo's `diagApprox` when the model has
+    `inverse_weights`, else `None`; with the velocity `v`, the equalities' J̇v
+    (`AbstractEquality.jdot_v`) as the block's `bias`."""
     if not mb.equalities:
         return []
-    rows = [e.row(mb, f, q) for e in mb.equalities]
+    rows = [e.rows(mb, f, q) for e in mb.equalities]
     dtype = rows[0][1].dtype
+    sizes = np.asarray([r.shape[0] for r, _ in rows])
+    per_row = np.repeat(np.arange(len(rows)), sizes)
     diag = None
     if mb.inverse_weights is not None:
-        diag = jnp.stack([jnp.sum(e.inverse_weights(mb, dtype)) for e in mb.equalities])
-    inf = jnp.full(len(rows), jnp.inf, dtype)
+        diag = jnp.concatenate([e.diagonal(mb, dtype) for e in mb.equalities])
+    # One row: the impedance at |r| (`impedance` takes the absolute value); several:
+    # the norm of the equality's residuals (safe at r = 0).
+    at = [r if r.shape[0] == 1 else jnp.repeat(_norm(r), r.shape[0]) for r, _ in rows]
+    inf = jnp.full(len(per_row), jnp.inf, dtype)
+    imp = stacked_impedances(mb, [e.impedance for e in mb.equalities], dtype)
+    bias = None
+    if v is not None and any(e.accelerating for e in mb.equalities):
+        parts = [
+            e.jdot_v(mb, q, v) if e.accelerating else jnp.zeros(r.shape, dtype)
+            for e, (r, _) in zip(mb.equalities, rows, strict=True)
+        ]
+        bias = jnp.concatenate(parts)
     return [
         RowBlock(
-            jnp.stack([r for r, _ in rows]),
-            jnp.stack([j for _, j in rows]),
-            stacked_impedances(mb, [e.impedance for e in mb.equalities], dtype),
+            jnp.concatenate([r for r, _ in rows]),
+            jnp.concatenate([j for _, j in rows]),
+            imp[per_row],
             diag,
             -inf,
             inf,
-            jnp.ones(len(rows), bool),
+            jnp.ones(len(per_row), bool),
             False,
+            jnp.concatenate(at),
+            bias,
         )
     ]
+
+
+def _norm(r: Array) -> Array:
+    """‖r‖ with a finite (zero) gradient at r = 0 (the double `where`)."""
+    sq = jnp.sum(r * r)
+    return jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
 
 
 def friction_joints(mb: Anything) -> list[int]:

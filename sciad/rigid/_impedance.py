@@ -189,20 +189,23 @@ def row_terms(
     dt: RealScalarLike,
     *,
     friction: bool = False,
+    at: Float[Array, " K"] | None = None,
 ) -> tuple[Float[Array, " K"], Float[Array, " K"]]:
     """Per constraint row, the reference velocity û = u + h a_ref for a step h = `dt`
     and the regularisation R = max((1 − d)/d · A, 1e-15), MuJoCo's (`Impedance`,
     `mj_makeImpedance`): a_ref = −b u − k d r, with b = 2/(d_max τ) and
     k = 1/(d_max τ ζ)² (τ clamped to 2h), or, in the direct format (τ ≤ 0),
     b = −ζ/d_max and k = −τ/d_max²; friction rows (`friction=True`) take k = 0 and the
-    impedance at r = 0. `violation` r, `velocity` u = J v and `diagonal` A (the row's
+    impedance at r = 0; `at`, when given, is the distance the impedance d is evaluated
+    at instead of r (a connect's or weld's rows: the norm of all its rows, MuJoCo's
+    `getposdim`). `violation` r, `velocity` u = J v and `diagonal` A (the row's
     inverse inertia) per row."""
     dt = jnp.asarray(dt, violation.dtype)
     ref0, ref1, dmax = p[:, 0], p[:, 1], p[:, 3]
     standard = ref0 > 0
     tau = jnp.where(standard, jnp.maximum(ref0, 2 * dt), 1.0)  # 1: the unused branch
     zeta = jnp.where(standard, ref1, 1.0)
-    d = impedance(p, jnp.zeros_like(violation) if friction else violation)
+    d = impedance(p, jnp.zeros_like(violation) if friction else violation if at is None else at)
     b = jnp.where(
         standard, 2 / jnp.maximum(dmax * tau, _MINVAL), -ref1 / jnp.maximum(dmax, _MINVAL)
     )
@@ -227,6 +230,10 @@ class RowBlock(NamedTuple):
       a friction loss F; −inf, inf for an equality).
     - `active` (K,): which rows act this step (a limit within its margin).
     - `friction`: friction rows (no stiffness, impedance at r = 0).
+    - `at` (K,) or None: the distance each row's impedance is evaluated at, when not
+      its own r (a connect's or weld's rows share the norm of their 3 or 6 r's).
+    - `bias` (K,) or None: J̇v, subtracted from the rows' reference acceleration
+      (MuJoCo 4's `mj_Jdotv` for connect and weld rows).
     """
 
     violation: Float[Array, " K"]
@@ -237,6 +244,8 @@ class RowBlock(NamedTuple):
     upper: Float[Array, " K"]
     active: Bool[Array, " K"]
     friction: bool
+    at: Float[Array, " K"] | None = None
+    bias: Float[Array, " K"] | None = None
 
 
 class InverseWeights(eqx.Module):

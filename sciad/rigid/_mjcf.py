@@ -299,7 +299,14 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       [`TendonEquality`][sciad.rigid.TendonEquality] with its `polycoef`, the
       tendons' `tendon_length0` as reference, its `solref`/`solimp`; between hinges
       and sliders (`<equality><joint>`):
-      [`JointEquality`][sciad.rigid.JointEquality], measured from `qpos0`.
+      [`JointEquality`][sciad.rigid.JointEquality], measured from `qpos0`;
+      connects and welds (`<equality><connect>`, `<weld>`, body and site forms):
+      [`ConnectEquality`][sciad.rigid.ConnectEquality] and
+      [`WeldEquality`][sciad.rigid.WeldEquality] with `relpose`, `anchor`,
+      `torquescale`, `solref`/`solimp`.
+    - **mocap bodies**: a body fixed to the world at its pose (MuJoCo's
+      `mocap_pos`/`mocap_quat` without user input), kept even when massless; move it
+      by changing its row of the model's `pos`/`quat` (a differentiable parameter).
     - **joint friction loss** (`frictionloss` of hinges and sliders): the joint's
       `frictionloss` with `solreffriction`/`solimpfriction`; the dofs' `dof_invweight0`
       for its row.
@@ -340,14 +347,13 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     Everything else that changes the physics raises one `ValueError` that lists every
     such feature of the model, each naming the element (by its MuJoCo name, or its
     index when unnamed) and the feature: tendons wrapping around geoms or through
-    pulleys, tendon armature, polynomial tendon springs and dampers, equality
-    constraints other than tendon and joint equalities (connect, weld, flex), flexes,
-    plugins, mocap bodies, stiffness and frictionloss of ball and free joints,
-    `actuatorgravcomp` on ball and free joints, a tendon `actuatorfrcrange` whose
-    actuators have different gears, unequal solmix, actuators on
-    ball or free joints, through a site with a reference site, slider-cranks or
-    bodies, muscles
-    and user activation dynamics and the discrete integrator.
+    pulleys, tendon armature, polynomial tendon springs and dampers, flex equality
+    constraints, a connect or weld on a massless body folded into a parent whose
+    `body_invweight0` differs, flexes, plugins, stiffness and frictionloss of ball and
+    free joints, `actuatorgravcomp` on ball and free joints, a tendon
+    `actuatorfrcrange` whose actuators have different gears, unequal solmix, actuators
+    on ball or free joints, through a site with a reference site, slider-cranks or
+    bodies, muscles and user activation dynamics and the discrete integrator.
 
     **Arguments:**
 
@@ -407,13 +413,13 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     gravcomp = np.zeros(m.nbody) if no_passive else np.asarray(m.body_gravcomp, np.float64)
     for b in range(1, m.nbody):
         where = label("body", b)
-        if m.body_mocapid[b] >= 0:
-            label.block(f"{where}: mocap bodies are not supported.")
         p = int(m.body_parentid[b])
         pos, quat = compose(frame[p], np.asarray(m.body_pos[b]), np.asarray(m.body_quat[b]))
         first, njnt = int(m.body_jntadr[b]), int(m.body_jntnum[b])
         joints = [convert_joint(m, mujoco, label, j) for j in range(first, first + njnt)]
-        if not joints and m.body_mass[b] == 0:
+        # A mocap body stays a body (welded to the world at its pose) even when
+        # massless, so that its pose is a parameter of the model.
+        if not joints and m.body_mass[b] == 0 and m.body_mocapid[b] < 0:
             owner.append(owner[p])
             frame.append((pos, quat))
             continue
@@ -467,7 +473,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         convert_actuator(m, mujoco, label, a, joint_body.__getitem__, site_of) for a in range(m.nu)
     ]
     tendons = convert_tendons(m, mujoco, label, owner, frame, joint_body.__getitem__)
-    equalities = convert_equalities(m, mujoco, label, tendons, joint_body.__getitem__)
+    mj_of: dict[str | None, int] = {None: 0}
+    mj_of.update({body.name: b for body, b in zip(bodies, mj_body, strict=True)})
+    places = [(o, fr, mj_of.get(o, -1)) for o, fr in zip(owner, frame, strict=True)]
+    equalities = convert_equalities(m, mujoco, label, tendons, joint_body.__getitem__, places)
     actuators = [a for a in converted if a is not None]
     gravity = np.zeros(3) if disabled(m, mujoco, "mjDSBL_GRAVITY") else np.asarray(m.opt.gravity)
     geoms, geom_ids, exclude, mj_pairs = convert_geoms(m, mujoco, label, owner, frame, colliding)

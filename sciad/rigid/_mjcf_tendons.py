@@ -1,8 +1,8 @@
 """The MJCF converter's tendons: MuJoCo's fixed and spatial tendons as sciad's
-`FixedTendon` and `SpatialTendon`, and its tendon equalities as `TendonEquality`,
-and its joint equalities as `JointEquality`, refusing (through `Labels.block`) what
-sciad cannot represent: wrapping around geoms, pulleys, nonlinear springs and
-dampers, tendon armature and the other equality constraints."""
+`FixedTendon` and `SpatialTendon`, and its equality constraints (`TendonEquality`,
+`JointEquality`, `ConnectEquality`, `WeldEquality`), refusing (through `Labels.block`)
+what sciad cannot represent: wrapping around geoms, pulleys, nonlinear springs and
+dampers, tendon armature and flex equalities."""
 
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ._equality import AbstractEquality, JointEquality, TendonEquality
+from ._equality_bodies import ConnectEquality, WeldEquality
 from ._mjcf_elements import (
     compose,
     disabled,
@@ -20,6 +21,11 @@ from ._mjcf_elements import (
     tendon_name,
 )
 from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
+
+# A MuJoCo body's place in sciad: its owner (None: the world), its frame (position,
+# quaternion) in the owner, and the owner's MuJoCo body (0: the world).
+Place = tuple[str | None, tuple[np.ndarray, np.ndarray], int]
+_UNIT = (1.0, 0.0, 0.0, 0.0)
 
 
 def _actuator_force_range(m: Any, mujoco: Any, label: Labels, i: int) -> np.ndarray | None:
@@ -133,19 +139,82 @@ def convert_tendons(
     return tendons
 
 
+def _place(
+    m: Any, label: Labels, where: str, b: int, places: list[Place]
+) -> tuple[str | None, np.ndarray, np.ndarray] | None:
+    """MuJoCo body `b` as (sciad owner, its frame's position and quaternion in the
+    owner), or `None` (reported) when the owner's inverse weights differ from the
+    body's (a massless body folded into its parent: MuJoCo's `diagApprox` uses the
+    folded body's own `body_invweight0`, which sciad's owner does not have)."""
+    name, (pos, quat), ob = places[b]
+    if ob != b and not np.array_equal(m.body_invweight0[b], m.body_invweight0[max(ob, 0)]):
+        label.block(
+            f"{where}: a connect or weld on the massless body {label('body', b)}, folded "
+            "into its parent, whose inverse weights (body_invweight0) differ from its "
+            "parent's; give it a mass or attach the equality to the parent."
+        )
+        return None
+    return name, np.asarray(pos, np.float64), np.asarray(quat, np.float64)
+
+
+def _body_equality(
+    m: Any, mujoco: Any, label: Labels, i: int, places: list[Place], kw: dict[str, Any]
+) -> AbstractEquality | None:
+    """Connect or weld `i` (body or site form) as a `ConnectEquality` or
+    `WeldEquality` between the sciad owners of its bodies, its points and orientations
+    re-placed in the owners' frames (`places`)."""
+    where = label("equality", i)
+    data = np.asarray(m.eq_data[i], dtype=np.float64)
+    ids = [int(m.eq_obj1id[i]), int(m.eq_obj2id[i])]
+    sites = int(m.eq_objtype[i]) == int(mujoco.mjtObj.mjOBJ_SITE)
+    weld = int(m.eq_type[i]) == int(mujoco.mjtEq.mjEQ_WELD)
+    if sites:
+        bodies = [int(m.site_bodyid[s]) for s in ids]
+        points = [np.asarray(m.site_pos[s], np.float64) for s in ids]
+        quats = [np.asarray(m.site_quat[s], np.float64) for s in ids]
+    elif weld:  # anchor on body 2, relpose (on body 1) in data[3:10]
+        bodies, points, quats = ids, [data[3:6], data[0:3]], [data[6:10], np.array(_UNIT)]
+    else:
+        bodies, points, quats = ids, [data[0:3], data[3:6]], [np.array(_UNIT)] * 2
+    placed = [_place(m, label, where, b, places) for b in bodies]
+    p1, p2 = placed
+    if p1 is None or p2 is None:
+        return None
+    (o1, *f1), (o2, *f2) = p1, p2
+    a1, q1 = compose((f1[0], f1[1]), points[0], quats[0])
+    a2, q2 = compose((f2[0], f2[1]), points[1], quats[1])
+    if o1 == o2:
+        label.block(f"{where}: a connect or weld within one rigid body (sciad's {o1!r}).")
+        return None
+    if o1 is None:
+        # sciad's first body is never the world: swapping the two sides negates r
+        # and J together, the same constraint (same norm, impedance and weights).
+        (o1, a1, q1), (o2, a2, q2) = (o2, a2, q2), (o1, a1, q1)
+        assert o1 is not None
+    if weld:
+        return WeldEquality(
+            o1, o2, anchor1=a1, quat1=q1, anchor2=a2, quat2=q2, torquescale=data[10], **kw
+        )
+    return ConnectEquality(o1, o2, anchor1=a1, anchor2=a2, **kw)
+
+
 def convert_equalities(
     m: Any,
     mujoco: Any,
     label: Labels,
     tendons: list[AbstractTendon],
     body_of_joint: Callable[[int], str],
+    places: list[Place],
 ) -> list[AbstractEquality]:
-    """MuJoCo's active (`eq_active0`) tendon and joint equalities as
-    `TendonEquality`s (`reference` = `tendon_length0`) and `JointEquality`s on the
-    sciad bodies `body_of_joint(j)` (`reference` 0: sciad's q is qpos − qpos0 on
-    hinges and sliders, MuJoCo's reference), with `polycoef` = `eq_data[:5]` and the
-    `solref` and `solimp`; none when equalities or constraints are disabled. The other
-    kinds (connect, weld, flex) are reported to `label.block`."""
+    """MuJoCo's active (`eq_active0`) equalities: tendon equalities as
+    `TendonEquality`s (`reference` = `tendon_length0`), joint equalities as
+    `JointEquality`s on the sciad bodies `body_of_joint(j)` (`reference` 0: sciad's q
+    is qpos − qpos0 on hinges and sliders, MuJoCo's reference), with `polycoef` =
+    `eq_data[:5]`; connects and welds as `ConnectEquality` and `WeldEquality` between
+    the sciad owners of their bodies (`places`: each MuJoCo body's owner, its frame
+    there and the owner's MuJoCo body); each with its `solref` and `solimp`; none when
+    equalities or constraints are disabled. Flex equalities are reported to
+    `label.block`."""
     if disabled(m, mujoco, "mjDSBL_EQUALITY") or disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
         return []
     E, T = mujoco.mjtEq, mujoco.mjtJoint
@@ -154,20 +223,26 @@ def convert_equalities(
     for i in range(m.neq):
         where = label("equality", i)
         kind = int(m.eq_type[i])
-        if kind not in (int(E.mjEQ_TENDON), int(E.mjEQ_JOINT)):
+        supported = (E.mjEQ_TENDON, E.mjEQ_JOINT, E.mjEQ_CONNECT, E.mjEQ_WELD)
+        if kind not in {int(k) for k in supported}:
             name = E(kind).name.removeprefix("mjEQ_").lower()
             label.block(
-                f"{where}: equality constraints ({name}) are not supported; only joint and "
-                "tendon equalities are."
+                f"{where}: equality constraints ({name}) are not supported; only joint, "
+                "tendon, connect and weld equalities are."
             )
             continue
         if not m.eq_active0[i]:
             continue
-        ids = [int(x) for x in (m.eq_obj1id[i], m.eq_obj2id[i]) if x >= 0]
         kw: dict[str, Any] = dict(
-            polycoef=np.asarray(m.eq_data[i][:5], dtype=np.float64),
             impedance=impedance_of(label, where, m.eq_solref[i], m.eq_solimp[i]),
         )
+        if kind in (int(E.mjEQ_CONNECT), int(E.mjEQ_WELD)):
+            e = _body_equality(m, mujoco, label, i, places, kw)
+            if e is not None:
+                out.append(e)
+            continue
+        kw["polycoef"] = np.asarray(m.eq_data[i][:5], dtype=np.float64)
+        ids = [int(x) for x in (m.eq_obj1id[i], m.eq_obj2id[i]) if x >= 0]
         if kind == int(E.mjEQ_JOINT):
             scalar = (int(T.mjJNT_HINGE), int(T.mjJNT_SLIDE))
             if any(int(m.jnt_type[j]) not in scalar for j in ids):

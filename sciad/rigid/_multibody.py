@@ -720,11 +720,13 @@ class MultiBody(AbstractModel):
             False,
         )
 
-    def _extra_rows(self, f: Frames, q: Q) -> list[RowBlock]:
+    def _extra_rows(self, f: Frames, q: Q, v: V | None = None) -> list[RowBlock]:
         """The scalar constraint rows besides contacts and joint limits at
         configuration q with frames f, as `RowBlock`s: the joints' friction losses,
-        the tendons' limits and friction losses, and the equalities."""
-        return joint_friction_rows(self, f) + tendon_rows(self, f) + equality_rows(self, f, q)
+        the tendons' limits and friction losses, and the equalities (with velocity v,
+        the connects' and welds' J̇v in their reference accelerations)."""
+        rows = joint_friction_rows(self, f) + tendon_rows(self, f)
+        return rows + equality_rows(self, f, q, v)
 
     # ------------------------------------------------------------------ contacts
 

@@ -26,11 +26,11 @@ def _contact_diagonal(mb: Anything, c: Anything, dtype: Anything) -> Anything:
     return tran[np.asarray(c.body_a)] + tran[np.asarray(c.body_b)]
 
 
-def _row_blocks(mb: Anything, f: Anything, q: Anything) -> list[RowBlock]:
+def _row_blocks(mb: Anything, f: Anything, q: Anything, v: Anything) -> list[RowBlock]:
     """Every scalar constraint row block of the model but the contacts': hard joint
     limits, and the rows other elements add (`MultiBody._extra_rows`)."""
     blocks = [mb._limits(f)] if mb.limited.size else []
-    return blocks + list(mb._extra_rows(f, q))
+    return blocks + list(mb._extra_rows(f, q, v))
 
 
 def constrained_velocity(
@@ -50,7 +50,7 @@ def constrained_velocity(
     m = terms.mass_matrix
     exact = mb.inverse_weights is None
     pyramidal = mb.contact.cone == "pyramidal"
-    blocks = _row_blocks(mb, f, q)
+    blocks = _row_blocks(mb, f, q, v)
     # One solve with M for the free motion and, for exact inverse inertias, every
     # constraint row: M⁻¹[f, J_nᵀ, J_Lᵀ].
     rhs = [(terms.applied + terms.gravity - terms.coriolis)[:, None]]

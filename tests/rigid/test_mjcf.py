@@ -485,9 +485,13 @@ UNSUPPORTED = {
         ),
         r"MJCF tendon 't': a spatial tendon wrapping a sphere is not supported",
     ),
-    "equality": (
-        _world(_BODY, '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>'),
-        r"MJCF equality 'eq': equality constraints \(connect\)",
+    "connect on a folded body": (
+        _world(
+            '<body name="a"><joint type="hinge"/><geom size="0.1"/><body name="f" pos="0.3 0 0"/>'
+            '</body><body name="c" pos="1 0 0"><joint type="hinge"/><geom size="0.1"/></body>',
+            '<equality><connect name="eq" body1="c" body2="f" anchor="0 0 0"/></equality>',
+        ),
+        r"MJCF equality 'eq': a connect or weld on the massless body MJCF body 'f'",
     ),
     "site transmission with a reference site": (
         _world(
@@ -577,10 +581,6 @@ UNSUPPORTED = {
             '<geom size="0.1"/></body>'
         ),
         r"MJCF joint 'dry': frictionloss on a ball or free joint is not supported",
-    ),
-    "mocap": (
-        _world('<body name="target" mocap="true"/>' + _BODY),
-        r"MJCF body 'target': mocap bodies",
     ),
     "gravcomp through a ball joint's actuators": (
         _world(
@@ -691,19 +691,18 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
         '<body name="target" mocap="true"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
-        '<geom name="g" size="0.1" solref="-1 1"/></body>',
+        '<geom name="g" size="0.1" solref="-1 1"/><body name="f" pos="0.3 0 0"/></body>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
         '<actuator><general name="m" joint="j" dyntype="user"/></actuator>'
-        '<equality><connect name="eq" body1="b" anchor="0 0 0"/></equality>',
+        '<equality><connect name="eq" body1="f" anchor="0 0 0"/></equality>',
     )
     with pytest.raises(ValueError) as e:
         rigid.load_mjcf(xml)
     msg = str(e.value)
-    assert msg.startswith("MJCF model: sciad.rigid cannot represent 5 features")
+    assert msg.startswith("MJCF model: sciad.rigid cannot represent 4 features")
     for part in (
         "MJCF tendon 't': tendon armature",
-        "MJCF body 'target': mocap bodies",
-        "MJCF equality 'eq': equality constraints (connect) are not supported",
+        "MJCF equality 'eq': a connect or weld on the massless body MJCF body 'f'",
         "MJCF actuator 'm': activation dynamics mjDYN_USER are not supported",
         "MJCF geom 'g': solref (-1.0, 1.0) mixes the standard format",
     ):
