@@ -65,6 +65,7 @@ from ._shapes import (
     Plane as Plane,
     Sphere as Sphere,
 )
+from ._tendon_wrap import TendonPulley as TendonPulley, TendonWrap as TendonWrap
 from ._tendons import (
     AbstractTendon as AbstractTendon,
     FixedTendon as FixedTendon,

@@ -283,7 +283,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       [`IntegratorActivation`][sciad.rigid.IntegratorActivation]: the model's state
       is then (q, v, act), act MuJoCo's `act`, integrated as MuJoCo's Euler and RK4 do.
     - **tendons**: fixed tendons ([`FixedTendon`][sciad.rigid.FixedTendon], with the
-      offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites
+      offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites,
+      around spheres and cylinders ([`TendonWrap`][sciad.rigid.TendonWrap], with
+      their side sites) and through pulleys
+      ([`TendonPulley`][sciad.rigid.TendonPulley])
       ([`SpatialTendon`][sciad.rigid.SpatialTendon]) with `stiffness`,
       `springlength` (its dead band), `damping`, `range` with `limited` and `margin`
       (a hard limit, `solreflimit`/`solimplimit`), `frictionloss`
@@ -329,8 +332,8 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     Everything else that changes the physics raises one `ValueError` that lists every
     such feature of the model, each naming the element (by its MuJoCo name, or its
-    index when unnamed) and the feature: tendons wrapping around geoms or through
-    pulleys, tendon armature, polynomial tendon springs and dampers, equality
+    index when unnamed) and the feature: a tendon's side site inside the sphere or
+    cylinder it wraps, tendon armature, polynomial tendon springs and dampers, equality
     constraints other than tendon and joint equalities (connect, weld, flex), flexes,
     plugins, mocap bodies, gravity compensation, stiffness and frictionloss of ball and
     free joints,
