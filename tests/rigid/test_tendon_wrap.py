@@ -75,8 +75,8 @@ def _mujoco_wrap_points(m, d, i):
 
 def test_lengths_jacobians_velocities_and_wrap_points_match_mujoco(arm):
     """300 random states (uniform joint angles in [−2, 2]): both wraps engage and
-    disengage, side sites on both sides. Measured: |Δℓ|, |ΔJ|, |Δℓ̇|, |Δ wrap point|
-    ≤ 1e-15."""
+    disengage, side sites on both sides. Asserted < 1e-12; measured |Δℓ|, |ΔJ| ≤ 7.8e-16
+    (200 states)."""
     m, mj = arm
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
@@ -116,7 +116,8 @@ def test_lengths_jacobians_velocities_and_wrap_points_match_mujoco(arm):
 def test_runs_beside_mujoco():
     """300 steps (RK4) of the arm falling under gravity with the spring tendon over
     the sphere and the cylinder, the limited pulley tendon and its motor, beside
-    MuJoCo C (solver tolerance 1e-15). Asserted: |Δqpos| < 1e-9."""
+    MuJoCo C (solver tolerance 1e-15), the pulley tendon's limit acting at 23 steps.
+    Measured: |Δqpos| 5.3e-14."""
     m = mujoco.MjModel.from_xml_string(XML.format(option='integrator="RK4" tolerance="1e-15"'))
     ctrl = np.array([0.4])
     mj = rigid.from_mujoco(m, control=rigid.ConstantControl(jnp.asarray(ctrl)))
@@ -137,7 +138,7 @@ def test_runs_beside_mujoco():
         saveat=sciad.SaveAt(steps=1),
     )
     ours = np.asarray(mj.q_to_qpos(traj.ys[0]))[-300:]
-    assert np.abs(ours - np.asarray(qpos)).max() < 1e-9
+    assert np.abs(ours - np.asarray(qpos)).max() < 1e-12
 
 
 @pytest.mark.slow
