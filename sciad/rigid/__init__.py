@@ -73,6 +73,7 @@ from ._shapes import (
     Sphere as Sphere,
 )
 from ._site_actuator import SiteActuator as SiteActuator
+from ._tendon_wrap import TendonPulley as TendonPulley, TendonWrap as TendonWrap
 from ._tendons import (
     AbstractTendon as AbstractTendon,
     FixedTendon as FixedTendon,

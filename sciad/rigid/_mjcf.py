@@ -288,7 +288,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `gravcomp` (zero when springs and dampers are both disabled, as MuJoCo's
       `mj_passive` then computes none). Applied as MuJoCo's `mj_fwdActuation` does.
     - **tendons**: fixed tendons ([`FixedTendon`][sciad.rigid.FixedTendon], with the
-      offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites
+      offset Σ coef·ref of joints with a `ref`) and spatial tendons through sites,
+      around spheres and cylinders ([`TendonWrap`][sciad.rigid.TendonWrap], with
+      their side sites) and through pulleys
+      ([`TendonPulley`][sciad.rigid.TendonPulley])
       ([`SpatialTendon`][sciad.rigid.SpatialTendon]) with `stiffness`,
       `springlength` (its dead band), `damping`, `range` with `limited` and `margin`
       (a hard limit, `solreflimit`/`solimplimit`), `frictionloss`
@@ -346,11 +349,11 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
 
     Everything else that changes the physics raises one `ValueError` that lists every
     such feature of the model, each naming the element (by its MuJoCo name, or its
-    index when unnamed) and the feature: tendons wrapping around geoms or through
-    pulleys, tendon armature, polynomial tendon springs and dampers, flex equality
-    constraints, a connect or weld on a massless body folded into a parent whose
-    `body_invweight0` differs, flexes, plugins, stiffness and frictionloss of ball and
-    free joints, `actuatorgravcomp` on ball and free joints, a tendon
+    index when unnamed) and the feature: a tendon's side site inside the sphere or
+    cylinder it wraps, tendon armature, polynomial tendon springs and dampers, flex
+    equality constraints, a connect or weld on a massless body folded into a parent
+    whose `body_invweight0` differs, flexes, plugins, stiffness and frictionloss of ball
+    and free joints, `actuatorgravcomp` on ball and free joints, a tendon
     `actuatorfrcrange` whose actuators have different gears, unequal solmix, actuators
     on ball or free joints, through a site with a reference site, slider-cranks or
     bodies, muscles and user activation dynamics and the discrete integrator.

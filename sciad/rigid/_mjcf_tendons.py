@@ -1,8 +1,8 @@
 """The MJCF converter's tendons: MuJoCo's fixed and spatial tendons as sciad's
-`FixedTendon` and `SpatialTendon`, and its equality constraints (`TendonEquality`,
-`JointEquality`, `ConnectEquality`, `WeldEquality`), refusing (through `Labels.block`)
-what sciad cannot represent: wrapping around geoms, pulleys, nonlinear springs and
-dampers, tendon armature and flex equalities."""
+`FixedTendon` and `SpatialTendon` (with their wraps and pulleys), and its equality
+constraints (`TendonEquality`, `JointEquality`, `ConnectEquality`, `WeldEquality`),
+refusing (through `Labels.block`) what sciad cannot represent: a side site inside a
+wrapped geom, nonlinear springs and dampers, tendon armature and flex equalities."""
 
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +20,7 @@ from ._mjcf_elements import (
     nonzero,
     tendon_name,
 )
+from ._tendon_wrap import TendonPulley, TendonWrap
 from ._tendons import AbstractTendon, FixedTendon, SpatialTendon
 
 # A MuJoCo body's place in sciad: its owner (None: the world), its frame (position,
@@ -88,6 +89,53 @@ def _common(m: Any, mujoco: Any, label: Labels, i: int) -> dict[str, Any]:
     return kw
 
 
+def _spatial_path(
+    m: Any,
+    W: Any,
+    inside: Callable[[int, int], bool],
+    owner: list[str | None],
+    frame: list[tuple[np.ndarray, np.ndarray]],
+    adr: int,
+    num: int,
+) -> list[Any]:
+    """A spatial tendon's path: its sites, the spheres and cylinders it wraps (with
+    their side sites) and its pulleys, re-placed in their owners' frames; a side site
+    `inside(geom, site)` its geom raises a `ValueError`."""
+
+    def site(s: int) -> tuple[str | None, np.ndarray]:
+        b = int(m.site_bodyid[s])
+        pos, _ = compose(frame[b], np.asarray(m.site_pos[s]), np.asarray(m.site_quat[s]))
+        return owner[b], pos
+
+    path: list[Any] = []
+    for k in range(adr, adr + num):
+        kind, obj, prm = int(m.wrap_type[k]), int(m.wrap_objid[k]), float(m.wrap_prm[k])
+        if kind == int(W.mjWRAP_PULLEY):
+            path.append(TendonPulley(prm))
+        elif kind == int(W.mjWRAP_SITE):
+            path.append(site(obj))
+        else:
+            b = int(m.geom_bodyid[obj])
+            pos, quat = compose(frame[b], np.asarray(m.geom_pos[obj]), np.asarray(m.geom_quat[obj]))
+            side = round(prm)
+            if side >= 0 and inside(obj, side):
+                raise ValueError(
+                    "a side site inside the sphere or cylinder it wraps (MuJoCo 4.0's inside "
+                    "wrap) is not supported."
+                )
+            path.append(
+                TendonWrap(
+                    owner[b],
+                    pos,
+                    float(m.geom_size[obj, 0]),
+                    cylinder=kind == int(W.mjWRAP_CYLINDER),
+                    quat=quat,
+                    side=site(side) if side >= 0 else None,
+                )
+            )
+    return path
+
+
 def convert_tendons(
     m: Any,
     mujoco: Any,
@@ -102,6 +150,14 @@ def convert_tendons(
     body). Tendons sciad cannot represent are reported to `label.block` and left out."""
     W = mujoco.mjtWrap
     tendons: list[AbstractTendon] = []
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+
+    def inside(geom: int, site: int) -> bool:
+        """Whether `site` is inside the sphere or cylinder `geom` at qpos0."""
+        local = d.geom_xmat[geom].reshape(3, 3).T @ (d.site_xpos[site] - d.geom_xpos[geom])
+        return bool(np.linalg.norm(local) < m.geom_size[geom, 0])
+
     for i in range(m.ntendon):
         where = label("tendon", i)
         adr, num = int(m.tendon_adr[i]), int(m.tendon_num[i])
@@ -119,17 +175,12 @@ def convert_tendons(
                 dict(offset=offset),
             )
         else:
-            for t in sorted(set(types) - {int(W.mjWRAP_SITE)}):
-                kind = W(t).name.removeprefix("mjWRAP_").lower()
-                label.block(
-                    f"{where}: a spatial tendon wrapping a {kind} is not supported (only "
-                    "straight segments between sites)."
-                )
-            cls, path, extra = SpatialTendon, [], {}
-            for s in ids:
-                b = int(m.site_bodyid[s])
-                pos, _ = compose(frame[b], np.asarray(m.site_pos[s]), np.asarray(m.site_quat[s]))
-                path.append((owner[b], pos))
+            cls, extra = SpatialTendon, {}
+            try:
+                path = _spatial_path(m, W, inside, owner, frame, adr, num)
+            except ValueError as e:  # a pulley's divisor 0, a side site inside
+                label.block(f"{where}: {e}")
+                continue
         if len(label.blockers) > n_blocked:
             continue
         try:

@@ -10,15 +10,15 @@ from typing import Any
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Bool, Float
 import numpy as np
 
-from .._core._geometry import cross
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, check_scalar, is_concrete
 from ._actuators import force_range_of, TendonActuator
 from ._grouped import assemble, grouped, map_grouped, stacked
 from ._impedance import Impedance, RowBlock
+from ._tendon_wrap import path_points, pieces, point_jacobians, TendonPulley, TendonWrap, wrap_all
 from ._types import RangeLike, ScalarLike, Vec3Like
 
 V = Float[Array, " nv"]
@@ -259,17 +259,24 @@ class FixedTendon(AbstractTendon):
 
 
 class SpatialTendon(AbstractTendon):
-    """A spatial tendon: a path of straight segments between points fixed to bodies
-    (MuJoCo's spatial tendon through sites), ℓ = Σ |x_{i+1} − x_i|, with Jacobian
-    J = Σ eᵢ · (J_{x_{i+1}} − J_{x_i}), eᵢ the unit vector along segment i and J_x a
-    point's translational Jacobian. Wrapping around geoms and pulleys are not
-    supported.
+    """A spatial tendon: a path through points fixed to bodies (MuJoCo's spatial tendon
+    through sites), straight between consecutive points or wrapped around a sphere or
+    cylinder ([`TendonWrap`][sciad.rigid.TendonWrap]) between them, and split into
+    branches by pulleys ([`TendonPulley`][sciad.rigid.TendonPulley]).
+
+    Its length is ℓ = Σ_b (Σ over branch b's pieces of their lengths) / divisor_b
+    (divisor 1 before the first pulley), and its Jacobian J = Σ eᵢ · (J_{x_{i+1}} −
+    J_{x_i}) / divisor over the straight pieces (eᵢ the unit vector along piece i,
+    J_x a point's translational Jacobian; a wrap's tangent points move with the wrap's
+    body and its arc adds nothing), as MuJoCo's `mj_tendon` computes them.
 
     **Arguments:**
 
     - `name`: the tendon's name.
-    - `path`: `[(body, pos), ...]`, at least two points: each a body name (`None`:
-      the world) and a position in that body's frame (length), shape `(3,)`.
+    - `path`: a list of points `(body, pos)` (a body name, `None` for the world, and a
+      position in that body's frame (length), shape `(3,)`), `TendonWrap`s, each
+      between two points, and `TendonPulley`s, each starting a new branch; every
+      branch has at least two points.
     - `stiffness`, `springlength`, `damping`, `range`, `margin`, `limit_impedance`,
       `frictionloss`, `friction_impedance`, `actuator_force_range`: as for
       [`FixedTendon`][sciad.rigid.FixedTendon] (`springlength` default 0: a spring
@@ -281,12 +288,21 @@ class SpatialTendon(AbstractTendon):
     string = sciad.rigid.SpatialTendon(
         "string", [("cup", (0.0, 0.0, 0.0)), ("ball", (0.0, 0.0, 0.05))], range=(0.0, 0.3)
     )
+    elbow = sciad.rigid.SpatialTendon(
+        "biceps",
+        [("upper", (0.0, 0.0, 0.1)),
+         sciad.rigid.TendonWrap("forearm", (0.0, 0.0, 0.0), 0.04, cylinder=True),
+         ("forearm", (0.1, 0.0, 0.0))],
+    )
     ```
     """
 
     name: str = eqx.field(static=True)
     bodies: tuple[str | None, ...] = eqx.field(static=True)
+    segments: tuple[tuple[int, int, int], ...] = eqx.field(static=True)
     points: Float[Array, "p 3"]
+    wraps: tuple[TendonWrap, ...]
+    divisors: Float[Array, " b"]
     stiffness: FloatScalar
     springlength: Float[Array, "2"]
     damping: FloatScalar
@@ -301,7 +317,7 @@ class SpatialTendon(AbstractTendon):
     def __init__(
         self,
         name: str,
-        path: Sequence[tuple[str | None, Vec3Like]],
+        path: Sequence[tuple[str | None, Vec3Like] | TendonWrap | TendonPulley],
         *,
         stiffness: ScalarLike = 0.0,
         springlength: ScalarLike | RangeLike = 0.0,
@@ -320,59 +336,129 @@ class SpatialTendon(AbstractTendon):
             raise ValueError(
                 f"{label} path must be a list of at least two (body, pos) points; got {path!r}."
             )
-        for item in path:
+        bodies, points, wraps = [], [], []
+        # Each branch's divisor: 1 before the first pulley.
+        divisors = [] if isinstance(path[0], TendonPulley) else [jnp.ones(())]
+        # Segments (i, wrap, branch): from point i to point i + 1, around wrap (-1: none).
+        segments: list[tuple[int, int, int]] = []
+        branch_start, pending = 0, -1
+        for k, item in enumerate(path):
+            if isinstance(item, TendonPulley):
+                if k == len(path) - 1 or isinstance(path[k - 1], (TendonPulley, TendonWrap)):
+                    raise ValueError(
+                        f"{label}: a pulley must not end the path nor follow a pulley or a "
+                        f"wrap (item {k})."
+                    )
+                if k > 0 and len(points) - branch_start < 2:
+                    raise ValueError(f"{label}: the branch before item {k} has under two points.")
+                divisors.append(item.divisor)
+                branch_start = len(points)
+                continue
+            if isinstance(item, TendonWrap):
+                if len(points) == branch_start or pending >= 0 or k == len(path) - 1:
+                    raise ValueError(f"{label}: the wrap at item {k} must lie between two points.")
+                pending = len(wraps)
+                wraps.append(item)
+                continue
             if not (
                 isinstance(item, (tuple, list))
                 and len(item) == 2
                 and (item[0] is None or isinstance(item[0], str))
             ):
                 raise ValueError(
-                    f"{label} path items must be (body name or None, pos) pairs; got {item!r}."
+                    f"{label} path items must be (body name or None, pos) pairs, TendonWraps "
+                    f"or TendonPulleys; got {item!r}."
                 )
-        self.bodies = tuple(b for b, _ in path)
-        self.points = jnp.stack(
-            [as_float_array(p, f"{label} path point {i}", (3,)) for i, (_, p) in enumerate(path)]
-        )
+            if len(points) > branch_start:
+                segments.append((len(points) - 1, pending, len(divisors) - 1))
+            pending = -1
+            bodies.append(item[0])
+            points.append(as_float_array(item[1], f"{label} path point {k}", (3,)))
+        if len(points) - branch_start < 2:
+            raise ValueError(f"{label}: the last branch of the path has under two points.")
+        self.bodies, self.segments = tuple(bodies), tuple(segments)
+        self.points, self.wraps = jnp.stack(points), tuple(wraps)
+        self.divisors = jnp.stack([jnp.asarray(d, float) for d in divisors])
         _set_common(self, "SpatialTendon", locals())
 
     def check(self, bodies: Sequence[Anything], index: dict[str, int]) -> None:
-        """Every body of the path exists."""
+        """Every body of the path (points, wraps, side points) exists."""
         del bodies
-        for b in self.bodies:
+        names = list(self.bodies) + [x for w in self.wraps for x in (w.body, w.side_body)]
+        for b in names:
             if b is not None and b not in index:
                 raise ValueError(f"SpatialTendon {self.name!r}: no body named {b!r}.")
+
+    def wrap_points(
+        self, model: Anything, q: Float[Array, " nq"]
+    ) -> tuple[Float[Array, "w 2 3"], Bool[Array, " w"]]:
+        """Where the tendon touches its wraps at configuration `q` of `model` (a
+        [`MultiBody`][sciad.rigid.MultiBody] holding this tendon).
+
+        **Arguments:**
+
+        - `model`: the `MultiBody`.
+        - `q`: its generalised coordinates, shape `(nq,)`.
+
+        **Returns:**
+
+        `(points, wrapped)`: for each `TendonWrap` of the path, in order, its two
+        tangent points in the world frame (length), shape `(w, 2, 3)` (MuJoCo's
+        `wrap_xpos`; the segment's ends where it does not wrap), and whether the
+        tendon wraps around it, shape `(w,)`.
+
+        **Example:**
+
+        ```python
+        points, wrapped = model.tendons[0].wrap_points(model, q)
+        ```
+        """
+        f = model._frames(q)
+        x, _ = path_points([self], model, f)
+        first = np.asarray([s[0] for s in self.segments if s[1] >= 0], np.int64)
+        pts, _, ok = wrap_all(self.wraps, model, f, x[first], x[first + 1])
+        return pts, ok
 
     @classmethod
     def stacked_kinematics(
         cls, tendons: Sequence[Anything], mb: Anything, f: Anything, q: Array
     ) -> tuple[Array, Array]:
-        """The paths' lengths and Jacobians (see the class): every point and segment of
-        every path at once, summed per tendon by a scatter with static indices."""
-        topo = mb.topology
-        idx = np.asarray([-1 if b is None else mb.body_index(b) for t in tendons for b in t.bodies])
-        # Segment s joins points first[s] and first[s] + 1 of the stacked paths.
+        """The paths' lengths and Jacobians (see the class): every point, segment and
+        wrap of every path at once, summed per tendon by a scatter with static
+        indices."""
+        x, jp = path_points(tendons, mb, f)
         sizes = np.asarray([len(t.bodies) for t in tendons])
         starts = np.cumsum(sizes) - sizes
-        first = np.concatenate([s + np.arange(n - 1) for s, n in zip(starts, sizes, strict=True)])
-        owner = np.repeat(np.arange(len(tendons)), sizes - 1)
-        moving = idx >= 0
-        b = np.where(moving, idx, 0)
-        p = jnp.concatenate([t.points for t in tendons]).astype(q.dtype)
-        x = jnp.where(moving[:, None], jnp.einsum("pij,pj->pi", f.rot[b], p) + f.pos[b], p)
-        # Point Jacobians (P, nv, 3): dof k moves point x with lin_k + ω_k × x when
-        # body(k) is the point's body or an ancestor of it.
-        mask = jnp.asarray(topo.anc[b][:, topo.dof_body] & moving[:, None], q.dtype)
-        s = f.subspace
-        jp = mask[:, :, None] * (s[None, :, 3:] + cross(s[None, :, :3], x[:, None, :]))
-        d = x[first + 1] - x[first]
-        sq = jnp.sum(d * d, axis=-1)
-        pos = sq > 0
-        norm = jnp.sqrt(jnp.where(pos, sq, 1.0))  # a zero segment: no direction
-        e = jnp.where(pos[:, None], d / norm[:, None], 0.0)
+        n_wraps = np.asarray([len(t.wraps) for t in tendons])
+        wrap_starts = np.cumsum(n_wraps) - n_wraps
+        n_branches = np.asarray([t.divisors.shape[0] for t in tendons])
+        branch_starts = np.cumsum(n_branches) - n_branches
+        segs = np.asarray(
+            [
+                (starts[k] + i, -1 if w < 0 else wrap_starts[k] + w, k, branch_starts[k] + br)
+                for k, t in enumerate(tendons)
+                for i, w, br in t.segments
+            ],
+            np.int64,
+        ).reshape(-1, 4)
+        first, wrap_of, owner, branch = segs.T
+        length, jac = pieces(x[first], x[first + 1], jp[first], jp[first + 1])
+        wrapped = np.flatnonzero(wrap_of >= 0)
+        if wrapped.size:
+            wraps = [w for t in tendons for w in t.wraps]
+            a, b = first[wrapped], first[wrapped] + 1
+            pts, arc, ok = wrap_all([wraps[i] for i in wrap_of[wrapped]], mb, f, x[a], x[b])
+            wb = np.asarray([-1 if w.body is None else mb.body_index(w.body) for w in wraps])
+            jw = point_jacobians(mb, f, np.repeat(wb[wrap_of[wrapped]], 2), pts.reshape(-1, 3))
+            jw = jw.reshape(len(wrapped), 2, mb.nv, 3)
+            l0, j0 = pieces(x[a], pts[:, 0], jp[a], jw[:, 0])
+            l1, j1 = pieces(pts[:, 1], x[b], jw[:, 1], jp[b])
+            length = length.at[wrapped].set(jnp.where(ok, l0 + arc + l1, length[wrapped]))
+            jac = jac.at[wrapped].set(jnp.where(ok[:, None], j0 + j1, jac[wrapped]))
+        div = jnp.concatenate([t.divisors for t in tendons]).astype(q.dtype)[branch]
         zero = jnp.zeros(len(tendons), q.dtype)
-        length = zero.at[owner].add(jnp.where(pos, norm, 0.0))
-        jac_segments = jnp.einsum("sc,skc->sk", e, jp[first + 1] - jp[first])
-        jac = jnp.zeros((len(tendons), mb.nv), q.dtype).at[owner].add(jac_segments)
+        length = zero.at[owner].add(length / div)
+        jac = jnp.zeros((len(tendons), mb.nv), q.dtype).at[owner].add(jac / div[:, None])
         return length, jac
 
 

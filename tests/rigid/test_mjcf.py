@@ -475,15 +475,15 @@ UNSUPPORTED = {
         _world(_BODY, '<tendon><fixed armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'),
         r"MJCF tendon #0 \(unnamed\)",
     ),
-    "tendon wrapping": (
+    "tendon side site inside": (
         _world(
             '<body name="b"><joint name="j" type="hinge"/><geom name="g" size="0.1"/>'
             '<site name="s1"/><site name="s2" pos="0 0 1"/><site name="s3" pos="0 0 -1"/></body>'
             '<site name="w" pos="1 0 0"/>',
-            '<tendon><spatial name="t"><site site="w"/><geom geom="g"/><site site="s2"/>'
-            "</spatial></tendon>",
+            '<tendon><spatial name="t"><site site="w"/><geom geom="g" sidesite="s1"/>'
+            '<site site="s2"/></spatial></tendon>',
         ),
-        r"MJCF tendon 't': a spatial tendon wrapping a sphere is not supported",
+        r"MJCF tendon 't': a side site inside the sphere or cylinder",
     ),
     "connect on a folded body": (
         _world(
