@@ -1149,13 +1149,15 @@ MJCF_CASES = [
     (
         "mjcf two blockers at once",
         lambda: rigid.load_mjcf(
-            '<mujoco><worldbody><body name="leg" mocap="true"/><body name="arm" gravcomp="1">'
-            '<joint name="y" type="ball" actuatorgravcomp="true"/><geom size="0.1"/></body>'
-            "</worldbody></mujoco>"
+            '<mujoco><worldbody><body name="leg"><joint name="k"/><geom size="0.1"/></body>'
+            '<body name="arm" gravcomp="1"><joint name="y" type="ball" actuatorgravcomp="true"/>'
+            '<geom size="0.1"/></body></worldbody>'
+            '<actuator><general name="m" joint="k" dyntype="user"/></actuator></mujoco>'
         ),
         ValueError,
-        r"cannot represent 2 features of this model faithfully:\n  - MJCF body 'leg': mocap"
-        r".*\n  - MJCF joint 'y': actuatorgravcomp on a ball or free joint",
+        r"cannot represent 2 features of this model faithfully:\n  - MJCF joint 'y': "
+        r"actuatorgravcomp on a ball or free joint.*\n  - MJCF actuator 'm': activation "
+        "dynamics mjDYN_USER",
     ),
     (
         "mjcf tendon",
@@ -1558,18 +1560,19 @@ CASES += [
             [rigid.Body("a", joint=_HINGE_Y, **_LINK)], tendons=[_TENDON_A], equalities=["ta"]
         ),
         TypeError,
-        r"MultiBody equalities must be sciad\.rigid\.TendonEquality or JointEquality; "
-        "item 0 is 'ta'",
+        r"MultiBody equalities must be sciad\.rigid\.TendonEquality, JointEquality, "
+        "ConnectEquality or WeldEquality; item 0 is 'ta'",
     ),
     (
-        "mjcf weld equality",
+        "mjcf weld on a folded massless body",
         lambda: rigid.load_mjcf(
-            '<mujoco><worldbody><body name="b"><freejoint/><geom size="0.1"/></body>'
-            '</worldbody><equality><weld name="w" body1="b"/></equality></mujoco>'
+            '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="0.1"/>'
+            '<body name="f" pos="0.3 0 0"/></body></worldbody>'
+            '<equality><weld name="w" body1="f"/></equality></mujoco>'
         ),
         ValueError,
-        r"MJCF equality 'w': equality constraints \(weld\) are not supported; only joint "
-        "and tendon equalities are",
+        r"MJCF equality 'w': a connect or weld on the massless body MJCF body 'f', folded "
+        r"into its parent, whose inverse weights \(body_invweight0\) differ",
     ),
 ]
 
