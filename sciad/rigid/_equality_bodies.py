@@ -10,6 +10,7 @@ from typing import Any
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
+import numpy as np
 
 from .._core._geometry import cross, quat_conjugate, quat_multiply, quat_normalize
 from .._core._types import Anything, FloatScalar
@@ -60,14 +61,31 @@ def _weights(mb: Anything, bodies: tuple[str | None, str | None], dtype: Anythin
 
 
 def _set_common(e: Any, owner: str, kw: dict[str, Any]) -> None:
-    """Validate and set the fields connects and welds share: the bodies, the anchors
-    and the impedance."""
+    """Validate and set the fields connects and welds share: the bodies, the anchors,
+    the impedance and the inverse weights."""
     _check_bodies(owner, kw["body1"], kw["body2"])
     e.body1, e.body2 = kw["body1"], kw["body2"]
     e.anchor1 = as_float_array(kw["anchor1"], f"{owner} anchor1", (3,))
     a2 = kw["anchor2"]
     e.anchor2 = None if a2 is None else as_float_array(a2, f"{owner} anchor2", (3,))
     e.impedance = _impedance(owner, kw["impedance"])
+    w = kw["inverse_weights"]
+    if w is not None:
+        w = as_float_array(w, f"{owner} inverse_weights", (2,))
+        if is_concrete(w) and not np.all(np.asarray(w) >= 0):
+            raise ValueError(
+                f"{owner} inverse_weights must be finite and >= 0 (translational, "
+                f"rotational); got {np.asarray(w)}."
+            )
+    e.inverse_weights = w
+
+
+def _diagonal(e: Any, mb: Anything, dtype: Anything) -> Array:
+    """(translational, rotational) inverse weights of a connect's or weld's rows: its
+    own `inverse_weights`, else the two bodies' from the model's, summed."""
+    if e.inverse_weights is not None:
+        return e.inverse_weights.astype(dtype)
+    return _weights(mb, (e.body1, e.body2), dtype)
 
 
 def _check_bodies(owner: str, body1: Any, body2: Any) -> None:
@@ -123,6 +141,11 @@ class ConnectEquality(AbstractEquality):
       that the constraint holds there (MuJoCo computes the same at `qpos0`).
     - `impedance`: the rows' [`Impedance`][sciad.rigid.Impedance] (MuJoCo's `solref`,
       `solimp`; `None`: the model's [`ContactModel`][sciad.rigid.ContactModel]'s).
+    - `inverse_weights`: the rows' (translational, rotational) inverse weights (1/mass,
+      1/(mass·length²)), shape `(2,)`, used where the model has
+      [`InverseWeights`][sciad.rigid.InverseWeights]; `None` (default): the two
+      bodies' summed. `load_mjcf` sets them from MuJoCo's `body_invweight0` when a
+      body is a massless frame folded into its parent (whose weights differ).
 
     **Example:**
 
@@ -137,6 +160,7 @@ class ConnectEquality(AbstractEquality):
     anchor1: Float[Array, "3"]
     anchor2: Float[Array, "3"] | None
     impedance: Impedance | None
+    inverse_weights: Float[Array, "2"] | None
 
     def __init__(
         self,
@@ -146,6 +170,7 @@ class ConnectEquality(AbstractEquality):
         anchor1: Float[ArrayLike, "3"] | Sequence[float | int] = _ORIGIN,
         anchor2: Float[ArrayLike, "3"] | Sequence[float | int] | None = None,
         impedance: Impedance | None = None,
+        inverse_weights: Float[ArrayLike, "2"] | Sequence[float | int] | None = None,
     ):
         _set_common(self, "ConnectEquality", locals())
 
@@ -173,7 +198,7 @@ class ConnectEquality(AbstractEquality):
 
     def diagonal(self, mb: Anything, dtype: Anything) -> Array:
         """The bodies' translational inverse weights summed, on each of the 3 rows."""
-        return jnp.repeat(_weights(mb, (self.body1, self.body2), dtype)[:1], 3)
+        return jnp.repeat(_diagonal(self, mb, dtype)[:1], 3)
 
 
 def _local(mb: Anything, q: Array, body: str | None, x: Array) -> Array:
@@ -221,6 +246,11 @@ class WeldEquality(AbstractEquality):
       ones (length per radian; MuJoCo's default 1).
     - `impedance`: the rows' [`Impedance`][sciad.rigid.Impedance] (MuJoCo's `solref`,
       `solimp`; `None`: the model's [`ContactModel`][sciad.rigid.ContactModel]'s).
+    - `inverse_weights`: the rows' (translational, rotational) inverse weights (1/mass,
+      1/(mass·length²)), shape `(2,)`, used where the model has
+      [`InverseWeights`][sciad.rigid.InverseWeights]; `None` (default): the two
+      bodies' summed. `load_mjcf` sets them from MuJoCo's `body_invweight0` when a
+      body is a massless frame folded into its parent (whose weights differ).
 
     **Example:**
 
@@ -238,6 +268,7 @@ class WeldEquality(AbstractEquality):
     quat2: Float[Array, "4"] | None
     torquescale: FloatScalar
     impedance: Impedance | None
+    inverse_weights: Float[Array, "2"] | None
 
     def __init__(
         self,
@@ -250,6 +281,7 @@ class WeldEquality(AbstractEquality):
         quat2: Float[ArrayLike, "4"] | Sequence[float | int] | None = None,
         torquescale: Float[ArrayLike, ""] | float = 1.0,
         impedance: Impedance | None = None,
+        inverse_weights: Float[ArrayLike, "2"] | Sequence[float | int] | None = None,
     ):
         _set_common(self, "WeldEquality", locals())
         self.quat1 = _quat(quat1, "WeldEquality quat1")
@@ -304,4 +336,4 @@ class WeldEquality(AbstractEquality):
     def diagonal(self, mb: Anything, dtype: Anything) -> Array:
         """The bodies' translational (rows 1–3) and rotational (rows 4–6) inverse
         weights summed."""
-        return jnp.repeat(_weights(mb, (self.body1, self.body2), dtype), 3)
+        return jnp.repeat(_diagonal(self, mb, dtype), 3)

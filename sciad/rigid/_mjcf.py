@@ -351,8 +351,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     such feature of the model, each naming the element (by its MuJoCo name, or its
     index when unnamed) and the feature: a tendon's side site inside the sphere or
     cylinder it wraps, tendon armature, polynomial tendon springs and dampers, flex
-    equality constraints, a connect or weld on a massless body folded into a parent
-    whose `body_invweight0` differs, flexes, plugins, stiffness and frictionloss of ball
+    equality constraints, flexes, plugins, stiffness and frictionloss of ball
     and free joints, `actuatorgravcomp` on ball and free joints, a tendon
     `actuatorfrcrange` whose actuators have different gears, unequal solmix, actuators
     on ball or free joints, through a site with a reference site, slider-cranks or

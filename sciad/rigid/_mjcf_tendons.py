@@ -190,22 +190,13 @@ def convert_tendons(
     return tendons
 
 
-def _place(
-    m: Any, label: Labels, where: str, b: int, places: list[Place]
-) -> tuple[str | None, np.ndarray, np.ndarray] | None:
+def _place(m: Any, b: int, places: list[Place]) -> tuple[str | None, np.ndarray, np.ndarray, bool]:
     """MuJoCo body `b` as (sciad owner, its frame's position and quaternion in the
-    owner), or `None` (reported) when the owner's inverse weights differ from the
-    body's (a massless body folded into its parent: MuJoCo's `diagApprox` uses the
-    folded body's own `body_invweight0`, which sciad's owner does not have)."""
+    owner, whether its inverse weights differ from the owner's: a massless body folded
+    into its parent, whose own `body_invweight0` MuJoCo's `diagApprox` uses)."""
     name, (pos, quat), ob = places[b]
-    if ob != b and not np.array_equal(m.body_invweight0[b], m.body_invweight0[max(ob, 0)]):
-        label.block(
-            f"{where}: a connect or weld on the massless body {label('body', b)}, folded "
-            "into its parent, whose inverse weights (body_invweight0) differ from its "
-            "parent's; give it a mass or attach the equality to the parent."
-        )
-        return None
-    return name, np.asarray(pos, np.float64), np.asarray(quat, np.float64)
+    differs = ob != b and not np.array_equal(m.body_invweight0[b], m.body_invweight0[max(ob, 0)])
+    return name, np.asarray(pos, np.float64), np.asarray(quat, np.float64), differs
 
 
 def _body_equality(
@@ -227,11 +218,9 @@ def _body_equality(
         bodies, points, quats = ids, [data[3:6], data[0:3]], [data[6:10], np.array(_UNIT)]
     else:
         bodies, points, quats = ids, [data[0:3], data[3:6]], [np.array(_UNIT)] * 2
-    placed = [_place(m, label, where, b, places) for b in bodies]
-    p1, p2 = placed
-    if p1 is None or p2 is None:
-        return None
-    (o1, *f1), (o2, *f2) = p1, p2
+    (o1, *f1, d1), (o2, *f2, d2) = (_place(m, b, places) for b in bodies)
+    if d1 or d2:  # MuJoCo's own bodies' weights, summed (the world's are 0)
+        kw = dict(kw, inverse_weights=np.asarray(m.body_invweight0)[bodies].sum(axis=0))
     a1, q1 = compose((f1[0], f1[1]), points[0], quats[0])
     a2, q2 = compose((f2[0], f2[1]), points[1], quats[1])
     if o1 == o2:

@@ -1481,17 +1481,6 @@ CASES += [
         r"MultiBody inverse_weights\.tendon must have shape \(1,\) \(one per tendon",
     ),
     (
-        "mjcf tendon pulley",
-        lambda: rigid.load_mjcf(
-            '<mujoco><worldbody><site name="w"/><body name="b"><joint name="j"/>'
-            '<geom size="0.1"/><site name="s" pos="0 0 1"/><site name="r" pos="0 1 0"/>'
-            '</body></worldbody><tendon><spatial name="t"><site site="w"/><site site="s"/>'
-            '<pulley divisor="2"/><site site="s"/><site site="r"/></spatial></tendon></mujoco>'
-        ),
-        ValueError,
-        r"MJCF tendon 't': a spatial tendon wrapping a pulley is not supported",
-    ),
-    (
         "mjcf tendon nonlinear spring",
         lambda: rigid.load_mjcf(
             _MJCF_HINGE.format(
@@ -1562,17 +1551,6 @@ CASES += [
         TypeError,
         r"MultiBody equalities must be sciad\.rigid\.TendonEquality, JointEquality, "
         "ConnectEquality or WeldEquality; item 0 is 'ta'",
-    ),
-    (
-        "mjcf weld on a folded massless body",
-        lambda: rigid.load_mjcf(
-            '<mujoco><worldbody><body name="b"><joint name="j"/><geom size="0.1"/>'
-            '<body name="f" pos="0.3 0 0"/></body></worldbody>'
-            '<equality><weld name="w" body1="f"/></equality></mujoco>'
-        ),
-        ValueError,
-        r"MJCF equality 'w': a connect or weld on the massless body MJCF body 'f', folded "
-        r"into its parent, whose inverse weights \(body_invweight0\) differ",
     ),
 ]
 

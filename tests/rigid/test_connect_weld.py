@@ -94,7 +94,25 @@ MOCAP = (
     '<weld body1="target" body2="hand" anchor="0.05 0 0"/>',
     "",
 )
-ALL = (FOURBAR, WELD, SITES, MOCAP)
+# A connect on a massless frame folded into its parent (the tip of an arm), whose own
+# inverse weights (body_invweight0) differ from the arm's: MuJoCo's `diagApprox` uses
+# the frame's, which the converted equality carries (as metaworld's Sawyer welds to
+# its mocap target do).
+FOLDED = (
+    """
+    <body name="bar" pos="0 9 1">
+      <joint type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03"/>
+      <body name="tip" pos="0.4 0 0"/>
+    </body>
+    <body name="bob" pos="0.4 9 1.3">
+      <joint type="free"/>
+      <geom size="0.05"/>
+    </body>""",
+    '<connect body1="bob" body2="tip" anchor="0 0 -0.3"/>',
+    "",
+)
+ALL = (FOURBAR, WELD, SITES, MOCAP, FOLDED)
 # The weld started near its relative pose (the free body spins slowly): sciad's RKMK4
 # differs from MuJoCo's RK4 by the dexp⁻¹ correction of free rotations, which a
 # violent start (ALL's welds pull their bodies over 0.4 m and half a turn) makes
@@ -239,13 +257,10 @@ def test_connect_weld_checks():
         rigid.MultiBody(bodies, equalities=[rigid.ConnectEquality("a", "x")])
     with pytest.raises(TypeError, match="equalities"):
         rigid.MultiBody(bodies, equalities=["a"])  # pyright: ignore[reportArgumentType]
-    # A massless, jointless body folds into its parent, whose inverse weights differ.
-    xml = """<mujoco><worldbody><body name="a"><joint type="hinge"/><geom size="0.1"/>
-      <body name="f" pos="0.3 0 0"/></body>
-      <body name="b" pos="1 0 0"><joint type="hinge"/><geom size="0.1"/></body></worldbody>
-      <equality><connect body1="b" body2="f" anchor="0 0 0"/></equality></mujoco>"""
-    with pytest.raises(ValueError, match="massless body MJCF body 'f', folded"):
-        rigid.load_mjcf(xml)
+    with pytest.raises(ValueError, match="inverse_weights must be finite and >= 0"):
+        rigid.ConnectEquality("a", inverse_weights=(-1.0, 0.0))
+    with pytest.raises(ValueError, match="inverse_weights"):
+        rigid.WeldEquality("a", inverse_weights=(1.0, 2.0, 3.0))
 
 
 def test_native_weld_holds_the_default_pose():

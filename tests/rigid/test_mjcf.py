@@ -485,14 +485,6 @@ UNSUPPORTED = {
         ),
         r"MJCF tendon 't': a side site inside the sphere or cylinder",
     ),
-    "connect on a folded body": (
-        _world(
-            '<body name="a"><joint type="hinge"/><geom size="0.1"/><body name="f" pos="0.3 0 0"/>'
-            '</body><body name="c" pos="1 0 0"><joint type="hinge"/><geom size="0.1"/></body>',
-            '<equality><connect name="eq" body1="c" body2="f" anchor="0 0 0"/></equality>',
-        ),
-        r"MJCF equality 'eq': a connect or weld on the massless body MJCF body 'f'",
-    ),
     "site transmission with a reference site": (
         _world(
             '<site name="ref"/><body name="b"><freejoint/><geom size="0.1"/><site name="s"/>'
@@ -691,10 +683,10 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
         '<geom name="floor" type="plane" size="1 1 0.1"/>'
         '<body name="target" mocap="true"/>'
         '<body name="b" gravcomp="1"><joint name="j" frictionloss="0.1"/>'
-        '<geom name="g" size="0.1" solref="-1 1"/><body name="f" pos="0.3 0 0"/></body>',
+        '<geom name="g" size="0.1" solref="-1 1"/><site name="s"/></body><site name="r"/>',
         '<tendon><fixed name="t" armature="0.1"><joint joint="j" coef="1"/></fixed></tendon>'
-        '<actuator><general name="m" joint="j" dyntype="user"/></actuator>'
-        '<equality><connect name="eq" body1="f" anchor="0 0 0"/></equality>',
+        '<actuator><general name="m" joint="j" dyntype="user"/>'
+        '<motor name="th" site="s" refsite="r" gear="0 0 1 0 0 0"/></actuator>',
     )
     with pytest.raises(ValueError) as e:
         rigid.load_mjcf(xml)
@@ -702,7 +694,7 @@ def test_every_blocker_of_a_model_is_listed_in_one_error():
     assert msg.startswith("MJCF model: sciad.rigid cannot represent 4 features")
     for part in (
         "MJCF tendon 't': tendon armature",
-        "MJCF equality 'eq': a connect or weld on the massless body MJCF body 'f'",
+        "MJCF actuator 'th': a site transmission with a reference site",
         "MJCF actuator 'm': activation dynamics mjDYN_USER are not supported",
         "MJCF geom 'g': solref (-1.0, 1.0) mixes the standard format",
     ):
