@@ -208,7 +208,9 @@ def test_the_check_warns_about_exactly_the_deep_pairs_of_a_search_over_every_pai
     q = model.default_state()[0]
     rot, pos = _geom_frames(model, q)
     assert len(model.pairs) == 28 and near_pairs(model, rot, pos) == ((0, 1), (2, 3), (4, 5))
-    every = _distances(model.geoms, model.geom_body, model.pairs, rot, pos, model.contact)
+    every = _distances(
+        model.geoms, model.geom_body, model.pairs, rot, pos, model.contact, model.explicit_pairs()
+    )
     dist = np.asarray(every[0])
     expected = {}
     for _, k, ia, ib in _pair_groups(model.geoms, model.pairs, depth_only=True):
