@@ -2,6 +2,7 @@
 candidate point of a configuration with its pair's material, the contact frames and
 Jacobians, and the deep-penetration warning."""
 
+import collections
 from collections.abc import Callable, Sequence
 import sys
 from typing import NamedTuple
@@ -317,7 +318,7 @@ class _ExplicitTable:
         default: Array,
         dtype: Anything,
     ):
-        self.slot = {frozenset(ij): k for k, (ij, _) in enumerate(explicit)}
+        self.explicit = explicit
         if not explicit:
             return
         cps = [cp for _, cp in explicit]
@@ -340,7 +341,7 @@ class _ExplicitTable:
     ) -> tuple[_Material, np.ndarray]:
         """The material and condims (static) of the pairs (ia, ib): the explicit pairs'
         own where a pair is one, else `mixed` and `dims`."""
-        k = np.asarray([self.slot.get(frozenset((i, j)), -1) for i, j in zip(ia, ib, strict=True)])
+        k = explicit_slots(self.explicit, ia, ib)
         if not np.any(k >= 0):
             return mixed, dims
         mine, at = k >= 0, np.maximum(k, 0)
@@ -352,6 +353,25 @@ class _ExplicitTable:
 
         material = _Material(*(pick(o, t) for o, t in zip(self.material, mixed, strict=True)))
         return material, np.where(mine, self.dims[at], dims)
+
+
+def explicit_slots(
+    explicit: Sequence[tuple[tuple[int, int], ContactPair]], ia: Anything, ib: Anything
+) -> np.ndarray:
+    """The index in `explicit` of each pair (ia[n], ib[n]), −1 for a dynamic pair. A
+    pair of geoms repeated in `explicit` (MuJoCo makes contacts for each) appears as
+    often among the pairs, in the same order (the n-th time for the n-th `ContactPair`);
+    a dynamic pair never shares geoms with an explicit one (`contact_pairs`)."""
+    slots: dict[frozenset[int], list[int]] = {}
+    for k, (ij, _) in enumerate(explicit):
+        slots.setdefault(frozenset(ij), []).append(k)
+    seen: collections.Counter = collections.Counter()
+    out = []
+    for i, j in zip(ia, ib, strict=True):
+        key = frozenset((int(i), int(j)))
+        out.append(slots[key][seen[key]] if key in slots else -1)
+        seen[key] += 1
+    return np.asarray(out, np.int64)
 
 
 # Pair kinds whose distance is exact when the geoms are apart (so a margin is exact).
@@ -374,10 +394,11 @@ def check_margins(
 ) -> None:
     """Refuse a margin or a gap on a pair whose separated distance is not exact (the
     `explicit` pairs' own, the geoms' for the others)."""
-    own = {frozenset(ij): (cp.margin, cp.gap) for ij, cp in explicit}
-    for i, j in pairs:
+    slot = explicit_slots(explicit, [i for i, _ in pairs], [j for _, j in pairs])
+    for (i, j), k in zip(pairs, slot, strict=True):
         a, b = geoms[i], geoms[j]
-        reach = own.get(frozenset((i, j)), (a.margin, b.margin, a.gap, b.gap))
+        cp = explicit[k][1] if k >= 0 else None
+        reach = (a.margin, b.margin, a.gap, b.gap) if cp is None else (cp.margin, cp.gap)
         if all(is_concrete(x) and float(x) == 0 for x in reach):
             continue
         kinds = (_kind(a.shape), _kind(b.shape))

@@ -173,7 +173,8 @@ class ContactPair(eqx.Module):
     pair's `condim`, `friction`, `impedance`, `margin` and `gap` are its contacts'. If
     the dynamic filter would also collide the two geoms, that dynamic pair is dropped
     (MuJoCo's `mj_collision` skips a dynamic geom pair that an explicit pair names).
-    List them in `MultiBody(..., contact_pairs=[...])`.
+    The same two geoms may be paired more than once: each pair makes its own contacts
+    with its own parameters, as in MuJoCo. List them in `MultiBody(..., contact_pairs=[...])`.
 
     **Arguments:**
 

@@ -84,14 +84,15 @@ def _check_massless(bodies: tuple[Body, ...], parents: list[int]) -> None:
 
 def _resolve_pairs(
     geoms: tuple[Geom, ...], geom_body: tuple[int, ...], explicit: tuple[ContactPair, ...]
-) -> dict[frozenset[int], ContactPair]:
-    """The `ContactPair`s by their geoms' indices (a set of two), checked: named
-    geoms that exist once, not both on the world, each pair once."""
+) -> tuple[tuple[int, int], ...]:
+    """The geoms' indices (i, j) of each `ContactPair`, checked: named geoms that exist
+    once, not both on the world. A pair may repeat (as in MuJoCo, each makes its own
+    contacts)."""
     names: dict[str, int] = {}
     for i, g in enumerate(geoms):
         if g.name is not None:
             names[g.name] = -1 if g.name in names else i
-    seen: dict[frozenset[int], ContactPair] = {}
+    out = []
     for k, cp in enumerate(explicit):
         if not isinstance(cp, ContactPair):
             raise TypeError(
@@ -106,10 +107,8 @@ def _resolve_pairs(
             ij.append(names[name])
         if geom_body[ij[0]] < 0 and geom_body[ij[1]] < 0:
             raise ValueError(f"{label}: both geoms are fixed to the world.")
-        if frozenset(ij) in seen:
-            raise ValueError(f"{label} repeats an earlier pair of the same geoms.")
-        seen[frozenset(ij)] = cp
-    return seen
+        out.append((min(ij), max(ij)))
+    return tuple(out)
 
 
 def _check_weights(w: InverseWeights | None, n: int, nv: int) -> InverseWeights | None:
@@ -385,12 +384,12 @@ class MultiBody(AbstractModel):
         self.geoms = geoms
         self.contact = ContactModel() if contact is None else contact
         self.geom_body = tuple(-1 if g.body is None else index[g.body] for g in geoms)
-        seen = _resolve_pairs(geoms, self.geom_body, explicit)
-        explicit_ij = tuple((min(ij), max(ij)) for ij in seen)
+        explicit_ij = _resolve_pairs(geoms, self.geom_body, explicit)
         self.pairs = contact_pairs(geoms, self.geom_body, parents, weld_root, ex, explicit_ij)
-        # each ContactPair's geoms in the order of `pairs` (shape kind first)
-        self.pair_geoms = tuple(p for p in self.pairs if frozenset(p) in seen)
-        self.contact_pairs = tuple(seen[frozenset(p)] for p in self.pair_geoms)
+        # each ContactPair's geoms in the order of `pairs` (shape kind first): the
+        # explicit pairs come last, in their order
+        self.pair_geoms = self.pairs[len(self.pairs) - len(explicit) :]
+        self.contact_pairs = explicit
         check_margins(geoms, self.pairs, self.explicit_pairs())
 
     def explicit_pairs(self) -> tuple[tuple[tuple[int, int], ContactPair], ...]:
