@@ -9,6 +9,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 import numpy as np
 
 from .._core._geometry import safe_norm
+from .._core._linalg import small_inv
 from .._core._types import FloatScalar, FloatVector, Positions, RealScalarLike
 from ._potential import (
     AbstractPotential,
@@ -216,7 +217,7 @@ class Ewald(AbstractPotential):
 
         # Reciprocal space over the static half set of k-vectors.
         m = jnp.asarray(_half_space(self.kmax), dtype=positions.dtype)
-        k = 2 * jnp.pi * m @ jnp.linalg.inv(cell).T
+        k = 2 * jnp.pi * m @ small_inv(cell).T
         k2 = jnp.sum(k * k, axis=-1)
         phase = positions @ k.T  # (n, K)
         s_re = q @ jnp.cos(phase)

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 import numpy as np
 
+from .._core._linalg import small_det, small_inv
 from .._core._types import Anything, FloatScalar, Positions, RealScalarLike
 from .._core._validate import check_positive, is_concrete
 
@@ -258,17 +259,17 @@ class AbstractPeriodicSpace(AbstractSpace):
 
     def widths(self) -> Vector:
         """w_k = 1 / |column k of cell⁻¹| (= V / area of the face spanned by the other rows)."""
-        return 1.0 / jnp.linalg.norm(jnp.linalg.inv(self.cell_matrix()), axis=0)
+        return 1.0 / jnp.linalg.norm(small_inv(self.cell_matrix()), axis=0)
 
     def volume(self) -> FloatScalar:
         """|det cell|."""
-        return jnp.abs(jnp.linalg.det(self.cell_matrix()))
+        return jnp.abs(small_det(self.cell_matrix()))
 
     def to_fractional(self, r: Coordinates) -> Coordinates:
         """s = r · cell⁻¹."""
         cell = self.cell_matrix()
         flat = jnp.reshape(r, (-1, cell.shape[0]))
-        return jnp.reshape(jnp.linalg.solve(cell.T, flat.T).T, jnp.shape(r))
+        return jnp.reshape(flat @ small_inv(cell), jnp.shape(r))
 
     def from_fractional(self, s: Coordinates) -> Coordinates:
         """r = s · cell."""

@@ -24,6 +24,7 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross
+from .._core._linalg import sequential_pinv, small_det, small_solve
 from ._hfield import Prism
 from ._mesh import ConvexMesh
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Sphere
@@ -109,10 +110,10 @@ def _closest_on_simplex(w: Array, used: Array, scale: Array) -> tuple[Array, Arr
             lam = jnp.ones(1, w.dtype)
         else:
             gram = e @ e.T
-            det = jnp.linalg.det(gram)
+            det = small_det(gram)
             size = jnp.prod(jnp.diag(gram))
             ok = ok & (det > 1e-20 * size) & (size > 1e-30 * scale ** (2 * len(e)))
-            mu = jnp.linalg.solve(jnp.where(ok, gram, jnp.eye(len(e), dtype=w.dtype)), -e @ p0)
+            mu = small_solve(jnp.where(ok, gram, jnp.eye(len(e), dtype=w.dtype)), -e @ p0)
             lam = jnp.concatenate([1 - jnp.sum(mu, keepdims=True), mu])
             ok = ok & jnp.all(lam >= 0)
         x = lam @ w[idx]
@@ -353,7 +354,7 @@ def _newton(pa: _Part, pb: _Part, r: _Result) -> tuple[Array, Array, Array, Arra
     m = m.at[2:, :2].set(jnp.where(on[:, None], te.T, 0.0))
     m = m.at[2:, 2:].set(jnp.diag(jnp.where(on, 0.0, 1.0)))
     rhs = jnp.concatenate([t @ (r.a - r.b), jnp.where(on, e @ n, 0.0)])
-    z = -jnp.linalg.pinv(jax.lax.stop_gradient(m), rtol=1e-10) @ rhs
+    z = -sequential_pinv(m, 1e-10) @ rhs
     return z[:2], jnp.where(on, z[2:], 0.0), e, on
 
 
