@@ -155,6 +155,13 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             'MJCF <option><flag refsafe="disable">: sciad always keeps time constants at '
             "two steps or more (refsafe)."
         )
+    if m.opt.noslip_iterations > 0 and not disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
+        label.block(
+            f'MJCF <option noslip_iterations="{m.opt.noslip_iterations}">: MuJoCo\'s '
+            "noslip post-solve of the friction forces is not supported (sciad's friction "
+            'stays soft, as with noslip_iterations="0"); set it to 0 to load the '
+            "model with that difference."
+        )
     if m.opt.disableactuator != 0:
         label.block(
             "MJCF <option actuatorgroupdisable>: disabled actuator groups are not supported."

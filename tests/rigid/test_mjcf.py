@@ -581,6 +581,13 @@ UNSUPPORTED = {
         ),
         r"MJCF joint 'j': actuatorgravcomp on a ball or free joint",
     ),
+    "noslip": (
+        _world(
+            '<geom type="plane" size="1 1 1"/><body name="b" pos="0 0 1"><freejoint/>'
+            '<geom size="0.1"/></body>'
+        ).replace("<worldbody>", '<option noslip_iterations="4"/><worldbody>'),
+        r'MJCF <option noslip_iterations="4">: MuJoCo\'s noslip post-solve',
+    ),
 }
 
 
