@@ -133,6 +133,32 @@ class MJCFModel(eqx.Module):
 # --------------------------------------------------------------------------- model-level
 
 
+# Option flags that change MuJoCo's dynamics in ways sciad does not follow (the other
+# flags are followed, or change nothing but speed, statistics or sensors).
+_FLAGS = (
+    (
+        "mjDSBL_NATIVECCD",
+        'nativeccd="disable"',
+        "libccd's contacts are not reproduced "
+        "(sciad follows MuJoCo's default native convex collision).",
+    ),
+    (
+        "mjDSBL_MULTICCD",
+        'multiccd="disable"',
+        "single-point convex contacts are not "
+        "reproduced (sciad follows MuJoCo's default multi-point ones).",
+    ),
+    ("mjENBL_SLEEP", 'sleep="enable"', "sleeping bodies are not supported."),
+    (
+        "mjENBL_DIAGEXACT",
+        'diagexact="enable"',
+        "the exact constraint diagonal for the regularisation is not supported.",
+    ),
+    ("mjENBL_IPC", 'ipc="enable"', "IPC contacts are not supported."),
+    ("mjENBL_SPECULATIVE", 'speculative="enable"', "speculative contacts are not supported."),
+)
+
+
 def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     """Report the features of the whole model that sciad.rigid cannot represent."""
     for count, obj, what in (
@@ -155,6 +181,11 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
             'MJCF <option><flag refsafe="disable">: sciad always keeps time constants at '
             "two steps or more (refsafe)."
         )
+    for bit, flag, what in _FLAGS:
+        on = m.opt.enableflags & int(getattr(mujoco.mjtEnableBit, bit, 0))
+        off = m.opt.disableflags & int(getattr(mujoco.mjtDisableBit, bit, 0))
+        if on if bit.startswith("mjENBL") else off:
+            label.block(f"MJCF <option><flag {flag}>: {what}")
     if m.opt.noslip_iterations > 0 and not disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
         label.block(
             f'MJCF <option noslip_iterations="{m.opt.noslip_iterations}">: MuJoCo\'s '
@@ -362,7 +393,10 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     and free joints, `actuatorgravcomp` on ball and free joints, a tendon
     `actuatorfrcrange` whose actuators have different gears, unequal solmix, actuators
     on ball or free joints, through a site with a reference site, slider-cranks or
-    bodies, muscles and user activation dynamics and the discrete integrator.
+    bodies, muscles and user activation dynamics, the discrete integrator, MuJoCo's
+    noslip solver (`noslip_iterations` > 0) and the option flags that change contacts
+    or the solve (`nativeccd` or `multiccd` disabled; `sleep`, `diagexact` or
+    `speculative` enabled).
 
     **Arguments:**
 

@@ -588,6 +588,21 @@ UNSUPPORTED = {
         ).replace("<worldbody>", '<option noslip_iterations="4"/><worldbody>'),
         r'MJCF <option noslip_iterations="4">: MuJoCo\'s noslip post-solve',
     ),
+    **{
+        f"flag {flag}": (
+            _world('<body name="b"><freejoint/><geom size="0.1"/></body>').replace(
+                "<worldbody>", f"<option><flag {flag}/></option><worldbody>"
+            ),
+            f"MJCF <option><flag {flag}>: {what}",
+        )
+        for flag, what in (
+            ('nativeccd="disable"', "libccd's contacts"),
+            ('multiccd="disable"', "single-point convex contacts"),
+            ('sleep="enable"', "sleeping bodies"),
+            ('diagexact="enable"', "the exact constraint diagonal"),
+            ('speculative="enable"', "speculative contacts"),
+        )
+    },
 }
 
 
