@@ -88,7 +88,7 @@ def test_plane_contacts_match_mujoco_to_round_off(mesh):
 
 def test_meshes_of_different_sizes_in_one_model():
     """A tetrahedron (4 vertices) and a cube (8) on one plane (kept apart by
-    contype/conaffinity: mesh–mesh is refused): the pairs are grouped by their shapes'
+    contype/conaffinity): the pairs are grouped by their shapes'
     array sizes (one pytree structure), and the contact list is MuJoCo's to 1e-12."""
     tet = " ".join(map(str, MESHES["tetra"].ravel()))
     cube = " ".join(map(str, MESHES["cube"].ravel()))
@@ -287,9 +287,9 @@ def test_gradient_through_plane_contacts_matches_central_differences():
 
 
 def test_refusals():
-    """Bad vertices raise precise errors before tracing; box–mesh, capsule–mesh,
-    cylinder–mesh and mesh–mesh pairs are refused naming the geoms; a margin on a
-    plane–mesh pair is refused."""
+    """Bad vertices raise precise errors before tracing; capsule–mesh and
+    cylinder–mesh pairs are refused naming the geoms; a margin on a plane–mesh pair
+    is refused."""
     with pytest.raises(ValueError, match=r"at least 4 points"):
         rigid.ConvexMesh(jnp.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"shape \(N, 3\); got \(4, 2\)"):
@@ -300,12 +300,7 @@ def test_refusals():
         rigid.ConvexMesh(jnp.asarray(MESHES["cube"]).at[:, 2].set(0.0))
     with pytest.raises(TypeError, match="concrete vertices"):
         jax.jit(lambda v: rigid.ConvexMesh(v).volume())(jnp.asarray(MESHES["tetra"]))
-    for other in (
-        'type="box" size="0.1 0.1 0.1"',
-        'type="capsule" size="0.1 0.1"',
-        'type="cylinder" size="0.1 0.1"',
-        'type="mesh" mesh="m"',
-    ):
+    for other in ('type="capsule" size="0.1 0.1"', 'type="cylinder" size="0.1 0.1"'):
         xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom name="rock" type="mesh" mesh="m"/>
         <body name="b" pos="0 0 1"><freejoint/><geom name="g" {other}/></body>
         </worldbody></mujoco>"""
