@@ -128,6 +128,15 @@ def _feature(p: _Poly, direction: Array, tol: Array) -> tuple[Array, Array, Arra
     return on, dim, jnp.stack([first, second])
 
 
+def _candidates(p: _Poly, on: Array, dim: Array) -> Array:
+    """The faces (F,) at a supporting feature: those holding all of its vertices, and,
+    for a face feature, those lying in it (a plane of several polygons: MuJoCo's EPA
+    face picks one of them)."""
+    holding = jnp.all(p.member | ~on[None], axis=1)
+    lying = jnp.all(~p.member | on[None], axis=1) & (dim == 3)
+    return holding | lying
+
+
 def _first(mask: Array) -> tuple[Array, Array]:
     """The first True of a 2-d mask in row-major order (its row and column), and whether
     there is one."""
@@ -322,8 +331,8 @@ def polytope_contacts(
     tol = _FEATURE_TOL * scale
     on_a, dim_a, ends_a = _feature(A_, n, tol)
     on_b, dim_b, ends_b = _feature(B_, -n, tol)
-    cand_a = jnp.all(A_.member | ~on_a[None], axis=1)  # (Fa,)
-    cand_b = jnp.all(B_.member | ~on_b[None], axis=1)
+    cand_a = _candidates(A_, on_a, dim_a)
+    cand_b = _candidates(B_, on_b, dim_b)
     dots = A_.normals @ B_.normals.T
     (fa, fb), face_face = _first(cand_a[:, None] & cand_b[None] & (dots < -FACE_TOL))
 
