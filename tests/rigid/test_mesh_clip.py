@@ -11,11 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import sciad
 import sciad.rigid as rigid
 
 from .scenes import two_free_geoms_touching
-from .test_mesh import _rows, _shape_of, MESHES
+from .test_mesh import _rows, _shape_of, drop_beside_mj_step, MESHES, position_jacobians
 
 mujoco = pytest.importorskip("mujoco")
 Rotation = pytest.importorskip("scipy.spatial.transform").Rotation
@@ -147,21 +146,9 @@ def test_dropped_on_a_slab_matches_mj_step(geom, steps, tol):
     the run agrees with mj_step (box: measured 5.6e-16; rock: 1.9e-10, its single-point
     contacts carrying MuJoCo's EPA tolerance; past 220 steps the rock's run departs
     from MuJoCo's, 2e-4 at 250 steps, at a switch between contact sets)."""
-    m, mj = _on_slab(geom)
-    d = mujoco.MjData(m)
-    q0 = np.array(m.qpos0)
-    q0[2] = 0.2
-    q0[3:] = Rotation.from_euler("xyz", [0.4, 0.2, 0.1]).as_quat(scalar_first=True)
-    v0 = np.array([0.3, -0.2, 0.0, 1.0, -2.0, 0.5])
-    d.qpos[:], d.qvel[:] = q0, v0
-    ncon = 0
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        ncon = max(ncon, d.ncon)
+    ncon, dq, _ = drop_beside_mj_step(*_on_slab(geom), steps)
     assert ncon >= 3
-    y0 = (mj.qpos_to_q(jnp.asarray(q0)), mj.qvel_to_v(jnp.asarray(v0)))
-    y1 = sciad.simulate(mj.model, y0, dt=mj.dt, n_steps=steps, integrator=mj.integrator).y1
-    assert np.max(np.abs(np.asarray(mj.q_to_qpos(y1[0])) - d.qpos)) < tol
+    assert dq < tol
 
 
 @pytest.mark.slow
@@ -180,15 +167,7 @@ def test_gradient_through_clipped_contacts_matches_central_differences():
     assert d.ncon == 4
     q = mj.qpos_to_q(jnp.asarray(d.qpos))
 
-    def final(v):
-        y1 = sciad.simulate(mj.model, (q, v), dt=mj.dt, n_steps=40, integrator=mj.integrator).y1
-        return mj.q_to_qpos(y1[0])[:3]
-
     v0 = mj.qvel_to_v(jnp.asarray([0.3, 0.1, 0.0, 0.0, 0.0, 0.5]))
-    rev = jax.jit(jax.jacrev(final))(v0)
-    fwd = jax.jit(jax.jacfwd(final))(v0)
+    rev, fwd, fd = position_jacobians(mj, q, v0, 40)
     np.testing.assert_allclose(rev, fwd, atol=1e-10)
-    f = jax.jit(final)
-    eps = 1e-6
-    fd = np.stack([(f(v0 + eps * e) - f(v0 - eps * e)) / (2 * eps) for e in jnp.eye(6)], 1)
     np.testing.assert_allclose(rev, fd, rtol=1e-6, atol=1e-8)
