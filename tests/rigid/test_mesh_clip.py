@@ -153,15 +153,16 @@ def test_dropped_on_a_slab_matches_mj_step(geom, steps, tol):
 
 @pytest.mark.slow
 def test_gradient_through_clipped_contacts_matches_central_differences():
-    """The box resting tilted on the slab on 4 clipped contacts, pushed sideways:
-    d(final position)/d(initial velocity) after 40 steps by reverse and forward mode
-    agree (1e-10) and match central differences (eps 1e-6, float64) to 1e-6 relative."""
+    """The box resting tilted on the slab on 4 clipped contacts (0.2 to 2.5 mm deep),
+    pushed sideways: d(final position)/d(initial velocity) after 40 steps by reverse
+    and forward mode agree (1e-10; measured 3e-16) and match central differences (eps 1e-6, float64) to
+    1e-6 relative (measured 2.9e-11 absolute, J up to 0.019)."""
     m, mj = _on_slab("box")
     d = mujoco.MjData(m)
     slab = Rotation.from_euler("xyz", [3, -2, 0], degrees=True)
     body = slab * Rotation.from_euler("xyz", [0.5, 0.3, 10], degrees=True)
     lowest = np.min(_box_corners() @ body.as_matrix().T @ slab.as_matrix()[:, 2])
-    d.qpos[:3] = slab.as_matrix()[:, 2] * (0.05 - lowest - 0.004)
+    d.qpos[:3] = slab.as_matrix()[:, 2] * (0.05 - lowest - 0.0025)
     d.qpos[3:] = body.as_quat(scalar_first=True)
     mujoco.mj_forward(m, d)
     assert d.ncon == 4
