@@ -13,6 +13,7 @@ from .._core._geometry import cross, safe_norm
 from ._convex import convex_contact, multiccd_contacts
 from ._hfield import HeightField, hfield_points
 from ._mesh import ConvexMesh
+from ._polyclip import CLIP_CONTACTS, polytope_contacts
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
 
 # ---------------------------------------------------------------------------------------
@@ -502,6 +503,14 @@ def _multiccd(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(*multiccd_contacts(sa, ra, pa, sb, rb, pb))
 
 
+def _polytopes(sa, ra, pa, sb, rb, pb) -> _Points:
+    """Box–mesh and mesh–mesh (5 points), as MuJoCo 4's `mjc_Convex` with its native
+    convex collision: the general convex contact, or, where MuJoCo's `multicontact`
+    finds aligned faces (or an edge in a face), up to four points of the one clipped
+    by the other, each with its own depth (`_polyclip.polytope_contacts`)."""
+    return _Points(*polytope_contacts(sa, ra, pa, sb, rb, pb))
+
+
 def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
     """2 window² points per pair, batched over the pairs (`BATCHED`): convex shapes
     against the prisms of a height field's cells under them (`_hfield.hfield_points`),
@@ -545,12 +554,14 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Cylinder, Cylinder): (_multiccd, 5),
     **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
     # meshes, as MuJoCo's table: mjc_PlaneConvex, mjc_Convex with a sphere or an
-    # ellipsoid (one point). Capsule, cylinder, box and mesh against a mesh are not
-    # supported: MuJoCo 4's contact sets there (nativeccd's polygon clipping, and for
-    # a capsule two points of their own) are not reproduced.
+    # ellipsoid (one point), with a box or a mesh (multicontact's clipped polygons).
+    # Capsule and cylinder against a mesh are not supported: MuJoCo 4's contact sets
+    # there are not reproduced.
     (Plane, ConvexMesh): (_plane_mesh, PLANE_MESH_CONTACTS),
     (Sphere, ConvexMesh): (_convex, 1),
     (Ellipsoid, ConvexMesh): (_convex, 1),
+    (Box, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
+    (ConvexMesh, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.

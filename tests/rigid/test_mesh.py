@@ -88,7 +88,7 @@ def test_plane_contacts_match_mujoco_to_round_off(mesh):
 
 def test_meshes_of_different_sizes_in_one_model():
     """A tetrahedron (4 vertices) and a cube (8) on one plane (kept apart by
-    contype/conaffinity: mesh–mesh is refused): the pairs are grouped by their shapes'
+    contype/conaffinity): the pairs are grouped by their shapes'
     array sizes (one pytree structure), and the contact list is MuJoCo's to 1e-12."""
     tet = " ".join(map(str, MESHES["tetra"].ravel()))
     cube = " ".join(map(str, MESHES["cube"].ravel()))
@@ -238,10 +238,10 @@ def test_mass_properties_and_bounding_radius_match_mujoco():
     )
 
 
-def test_mesh_dropped_on_a_plane_matches_mj_step():
-    """The irregular rock dropped on the tilted plane lands, tumbles and settles as
-    MuJoCo's: qpos and qvel after 300 steps (0.6 s) agree with mj_step to round-off."""
-    m, mj = _plane_model("rock")
+def drop_beside_mj_step(m, mj, steps: int):
+    """A free body (the model's one) dropped from 0.2 m, tilted and spinning, for
+    `steps` steps by mj_step and by sciad: the most contacts MuJoCo had, and the
+    largest qpos and qvel differences at the end."""
     d = mujoco.MjData(m)
     q0 = np.array(m.qpos0)
     q0[2] = 0.2
@@ -249,14 +249,21 @@ def test_mesh_dropped_on_a_plane_matches_mj_step():
     v0 = np.array([0.3, -0.2, 0.0, 1.0, -2.0, 0.5])
     d.qpos[:], d.qvel[:] = q0, v0
     ncon = 0
-    for _ in range(300):
+    for _ in range(steps):
         mujoco.mj_step(m, d)
         ncon = max(ncon, d.ncon)
-    assert ncon >= 3
     y0 = (mj.qpos_to_q(jnp.asarray(q0)), mj.qvel_to_v(jnp.asarray(v0)))
-    y1 = sciad.simulate(mj.model, y0, dt=mj.dt, n_steps=300, integrator=mj.integrator).y1
+    y1 = sciad.simulate(mj.model, y0, dt=mj.dt, n_steps=steps, integrator=mj.integrator).y1
     dq = np.max(np.abs(np.asarray(mj.q_to_qpos(y1[0])) - d.qpos))
     dv = np.max(np.abs(np.asarray(mj.v_to_qvel(y1[1])) - d.qvel))
+    return ncon, dq, dv
+
+
+def test_mesh_dropped_on_a_plane_matches_mj_step():
+    """The irregular rock dropped on the tilted plane lands, tumbles and settles as
+    MuJoCo's: qpos and qvel after 300 steps (0.6 s) agree with mj_step to round-off."""
+    ncon, dq, dv = drop_beside_mj_step(*_plane_model("rock"), 300)
+    assert ncon >= 3
     assert dq < 1e-12  # measured 3.9e-16
     assert dv < 1e-10  # measured 1.5e-14
 
@@ -272,30 +279,38 @@ def test_gradient_through_plane_contacts_matches_central_differences():
     q0[3:] = Rotation.from_euler("xyz", [0.2, -0.1, 0.3]).as_quat(scalar_first=True)
     q = mj.qpos_to_q(jnp.asarray(q0))
 
-    def final(v):
-        y1 = sciad.simulate(mj.model, (q, v), dt=mj.dt, n_steps=60, integrator=mj.integrator).y1
-        return mj.q_to_qpos(y1[0])[:3]
-
     v0 = mj.qvel_to_v(jnp.asarray([0.4, 0.1, 0.0, 0.0, 0.0, 1.0]))
     assert int(jnp.sum(_contacts(mj.model, q).dist < 0)) >= 2
+    rev, fwd, fd = position_jacobians(mj, q, v0, 60)
+    np.testing.assert_allclose(rev, fwd, atol=1e-10)
+    np.testing.assert_allclose(rev, fd, rtol=1e-6, atol=1e-8)
+
+
+def position_jacobians(mj, q, v0, steps: int):
+    """d(final position)/d(initial velocity) after `steps` steps from (q, v0): by
+    reverse mode, forward mode and central differences (eps 1e-6)."""
+
+    def final(v):
+        y1 = sciad.simulate(mj.model, (q, v), dt=mj.dt, n_steps=steps, integrator=mj.integrator)
+        return mj.q_to_qpos(y1.y1[0])[:3]
+
     rev = jax.jit(jax.jacrev(final))(v0)
     # forward mode returns the value too: the central differences reuse its program
     forward = jax.jit(jax.jacfwd(lambda v: (lambda y: (y, y))(final(v)), has_aux=True))
     fwd = forward(v0)[0]
-    np.testing.assert_allclose(rev, fwd, atol=1e-10)
     eps = 1e-6
 
     def f(v):
         return forward(v)[1]
 
     fd = np.stack([(f(v0 + eps * e) - f(v0 - eps * e)) / (2 * eps) for e in jnp.eye(6)], 1)
-    np.testing.assert_allclose(rev, fd, rtol=1e-6, atol=1e-8)
+    return rev, fwd, fd
 
 
 def test_refusals():
-    """Bad vertices raise precise errors before tracing; box–mesh, capsule–mesh,
-    cylinder–mesh and mesh–mesh pairs are refused naming the geoms; a margin on a
-    plane–mesh pair is refused."""
+    """Bad vertices raise precise errors before tracing; capsule–mesh and
+    cylinder–mesh pairs are refused naming the geoms; a margin on a plane–mesh pair
+    is refused."""
     with pytest.raises(ValueError, match=r"at least 4 points"):
         rigid.ConvexMesh(jnp.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"shape \(N, 3\); got \(4, 2\)"):
@@ -306,12 +321,7 @@ def test_refusals():
         rigid.ConvexMesh(jnp.asarray(MESHES["cube"]).at[:, 2].set(0.0))
     with pytest.raises(TypeError, match="concrete vertices"):
         jax.jit(lambda v: rigid.ConvexMesh(v).volume())(jnp.asarray(MESHES["tetra"]))
-    for other in (
-        'type="box" size="0.1 0.1 0.1"',
-        'type="capsule" size="0.1 0.1"',
-        'type="cylinder" size="0.1 0.1"',
-        'type="mesh" mesh="m"',
-    ):
+    for other in ('type="capsule" size="0.1 0.1"', 'type="cylinder" size="0.1 0.1"'):
         xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom name="rock" type="mesh" mesh="m"/>
         <body name="b" pos="0 0 1"><freejoint/><geom name="g" {other}/></body>
         </worldbody></mujoco>"""
