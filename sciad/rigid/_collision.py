@@ -383,6 +383,9 @@ _EXACT_APART = {
     (Sphere, Capsule),
     (Capsule, Capsule),
     (Plane, Cylinder),  # each rim point's height is exact (MuJoCo's points are too)
+    # mjc_BoxBox's separated contacts (its axis test and face clipping with the margin)
+    # are reproduced to round-off within the margin (tests/rigid/test_box_margins.py).
+    (Box, Box),
     *_CONVEX_EXACT_APART,
 }
 
@@ -407,9 +410,10 @@ def check_margins(
                 f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin or gap "
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
-                "and capsules with each other, boxes and cylinders against planes, and "
-                "the pairs with an ellipsoid or through the general convex collision "
-                "do)."
+                "and capsules with each other, boxes and cylinders against planes, boxes "
+                "with each other, and the pairs with an ellipsoid or through the general "
+                "convex collision do; a separated capsule and box get other contacts "
+                "from MuJoCo's mjc_CapsuleBox, which works with the margin)."
             )
 
 

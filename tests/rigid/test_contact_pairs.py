@@ -282,7 +282,7 @@ def test_contact_pair_refuses_bad_parameters(kwargs, error, match):
 
 def test_multibody_refuses_bad_pairs():
     """Unknown or ambiguous geom names, two world geoms, a wrong item
-    type, a margin or gap on a pair whose separated distance is inexact (box–box), and
+    type, a margin or gap on a pair whose separated distance is inexact (capsule–box), and
     a negative geom gap: precise errors at construction."""
     bodies, geoms = _two_balls()
 
@@ -299,8 +299,9 @@ def test_multibody_refuses_bad_pairs():
     with pytest.raises(ValueError, match="both geoms are fixed to the world"):
         build(rigid.ContactPair("floor", "wall"), geoms=[*geoms[:3], wall])
     box = rigid.Geom(rigid.Box(jnp.full(3, 0.1)), body="a", name="box")
-    with pytest.raises(ValueError, match="margin or gap"):
-        build(rigid.ContactPair("box", "gb", gap=0.01), geoms=[box, geoms[2]])
+    cap = rigid.Geom(rigid.Capsule(0.05, 0.1), body="b", name="cap")
+    with pytest.raises(ValueError, match="margin or gap.*Capsule–Box"):
+        build(rigid.ContactPair("box", "cap", gap=0.01), geoms=[box, cap])
     with pytest.raises(ValueError, match="gap"):
         rigid.Geom(rigid.Sphere(0.1), gap=-1.0)
     # a pair of geoms whose bitmasks never collide, and one replacing a dynamic pair
