@@ -136,6 +136,12 @@ class MJCFModel(eqx.Module):
 # Option flags that change MuJoCo's dynamics in ways sciad does not follow (the other
 # flags are followed, or change nothing but speed, statistics or sensors).
 _FLAGS = (
+    ("mjENBL_OVERRIDE", 'override="enable"', "overriding contact parameters is not supported."),
+    (
+        "mjDSBL_REFSAFE",
+        'refsafe="disable"',
+        "sciad always keeps time constants at two steps or more (refsafe).",
+    ),
     (
         "mjDSBL_NATIVECCD",
         'nativeccd="disable"',
@@ -167,24 +173,19 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
     ):
         if getattr(m, count) > 0:
             label.block(f"{label(obj, 0)}: {what}.")
-    if m.opt.enableflags & int(mujoco.mjtEnableBit.mjENBL_OVERRIDE):
-        label.block(
-            'MJCF <option><flag override="enable">: overriding contact parameters is not supported.'
-        )
     if m.nu > 0 and disabled(m, mujoco, "mjDSBL_ACTUATION"):
         label.block(
             'MJCF <option><flag actuation="disable">: disabled actuators are not supported; '
             "remove them or enable actuation."
         )
-    if disabled(m, mujoco, "mjDSBL_REFSAFE"):
-        label.block(
-            'MJCF <option><flag refsafe="disable">: sciad always keeps time constants at '
-            "two steps or more (refsafe)."
-        )
     for bit, flag, what in _FLAGS:
-        on = m.opt.enableflags & int(getattr(mujoco.mjtEnableBit, bit, 0))
-        off = m.opt.disableflags & int(getattr(mujoco.mjtDisableBit, bit, 0))
-        if on if bit.startswith("mjENBL") else off:
+        enable = bit.startswith("mjENBL")
+        flags, bits = (
+            (m.opt.enableflags, mujoco.mjtEnableBit)
+            if enable
+            else (m.opt.disableflags, mujoco.mjtDisableBit)
+        )
+        if flags & int(getattr(bits, bit, 0)):  # 0: a flag this MuJoCo lacks
             label.block(f"MJCF <option><flag {flag}>: {what}")
     if m.opt.noslip_iterations > 0 and not disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
         label.block(

@@ -596,6 +596,8 @@ UNSUPPORTED = {
             f"MJCF <option><flag {flag}>: {what}",
         )
         for flag, what in (
+            ('override="enable"', "overriding contact parameters"),
+            ('refsafe="disable"', "sciad always keeps time constants"),
             ('nativeccd="disable"', "libccd's contacts"),
             ('multiccd="disable"', "single-point convex contacts"),
             ('sleep="enable"', "sleeping bodies"),
