@@ -184,28 +184,47 @@ class Contacts(NamedTuple):
 
 def _pair_groups(
     geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]], depth_only: bool = False
-) -> list[tuple[Callable, int, np.ndarray, np.ndarray]]:
+) -> list[tuple[Callable, int, np.ndarray, np.ndarray, np.ndarray]]:
     """The pairs grouped by kind and shape structure and leaf shapes (meshes with
     different vertex counts apart), in the order of `find_contacts`'s
-    points: (collision function, points per pair, first geoms, second geoms); with
-    `depth_only`, the `DEPTH_ONLY` function (one point) where a kind has one."""
-    groups: dict[tuple[type, type, Anything], list[tuple[int, int]]] = {}
-    for i, j in pairs:
+    points: (collision function, points per pair, first geoms, second geoms, the
+    members' indices in `pairs`); with `depth_only`, the `DEPTH_ONLY` function (one
+    point) where a kind has one."""
+    groups: dict[tuple[type, type, Anything], list[int]] = {}
+    for p, (i, j) in enumerate(pairs):
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
         struct = tuple(
             (jax.tree.structure(s), tuple(np.shape(x) for x in jax.tree.leaves(s)))
             for s in (geoms[i].shape, geoms[j].shape)
         )
-        groups.setdefault((*key, struct), []).append((i, j))
+        groups.setdefault((*key, struct), []).append(p)
     out = []
     for (ka, kb, _), members in groups.items():
-        fn, k = points_per_pair((ka, kb), geoms[members[0][0]].shape)
+        ia = np.asarray([pairs[p][0] for p in members])
+        fn, k = points_per_pair((ka, kb), geoms[ia[0]].shape)
         if depth_only and fn in DEPTH_ONLY:
             fn, k = DEPTH_ONLY[fn], 1
-        out.append(
-            (fn, k, np.asarray([m[0] for m in members]), np.asarray([m[1] for m in members]))
-        )
+        out.append((fn, k, ia, np.asarray([pairs[p][1] for p in members]), np.asarray(members)))
     return out
+
+
+def mujoco_contact_order(
+    geoms: Sequence[Geom], geom_body: Sequence[int], pairs: Sequence[tuple[int, int]], explicit: int
+) -> np.ndarray:
+    """The contact slots of `find_contacts` (static) in the order MuJoCo's
+    `mj_collision` lists contacts: by body pair (MuJoCo's signature: the lower body
+    first, the world lowest), a body pair's explicit pairs (the last `explicit` of
+    `pairs`) before its other geom pairs, those by their geoms' indices, and a pair's
+    points in the collision function's order. (The bodies and geoms are numbered as
+    MuJoCo numbers them when the model comes from `load_mjcf`.)"""
+    keys = []
+    first_explicit = len(pairs) - explicit
+    for _, k, ia, ib, members in _pair_groups(geoms, pairs):
+        for i, j, p in zip(ia.tolist(), ib.tolist(), members.tolist(), strict=True):
+            bodies = sorted((geom_body[i] + 1, geom_body[j] + 1))
+            own = (0, p) if p >= first_explicit else (1, min(i, j), max(i, j))
+            keys += [(*bodies, *own, point) for point in range(k)]
+    return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
 def find_contacts(
@@ -252,7 +271,7 @@ def find_contacts(
     )
     table = _ExplicitTable(explicit, default, dtype)
     parts = []
-    for fn, k, ia, ib in _pair_groups(geoms, pairs, depth_only):
+    for fn, k, ia, ib, _ in _pair_groups(geoms, pairs, depth_only):
         batched = fn if fn in BATCHED else jax.vmap(fn)
         pts = batched(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
@@ -537,8 +556,8 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     out = _distances(geoms, model.geom_body, pairs, rot, pos, model.contact, explicit)
     dist, imps = (np.asarray(x) for x in out)
     groups = _pair_groups(geoms, pairs, depth_only=True)
-    ia = np.concatenate([np.repeat(a, k) for _, k, a, _ in groups])
-    ib = np.concatenate([np.repeat(b, k) for _, k, _, b in groups])
+    ia = np.concatenate([np.repeat(a, k) for _, k, a, _, _ in groups])
+    ib = np.concatenate([np.repeat(b, k) for _, k, _, b, _ in groups])
     size = np.asarray([float(g.shape.inradius()) for g in geoms])
     limit = DEEP_PENETRATION * np.minimum(size[ia], size[ib])
     deep = -dist > limit

@@ -353,20 +353,24 @@ def contact_terms(
 
 def pyramid_block(
     c: Contacts, jac: Float[Array, "C D nv"], impratio: RealScalarLike
-) -> tuple[RowBlock, tuple[np.ndarray, Float[Array, " K"]]]:
+) -> tuple[RowBlock, tuple[np.ndarray, Float[Array, " K"]], np.ndarray]:
     """MuJoCo's pyramidal friction cone as scalar rows: a frictional contact of dim
     k has 2(k − 1) edges J_n ± f_j J_j (j = 1 … k − 1, f_j its friction coefficients,
     each at least mjMINMU = 1e-5, as MuJoCo's), each with force ≥ 0 and the contact's
-    distance, a frictionless one a normal row; and each row's factor on the normal's
+    distance, a frictionless one a normal row; each row's factor on the normal's
     inverse inertia giving MuJoCo's R (2 f_s²(1 + f_s²)/impratio for edges, 1 for
-    normals)."""
+    normals); and (static) each contact's opposing edge pairs (C, D − 1, 2), the rows
+    of J_n + f_j J_j and J_n − f_j J_j (−1 past the contact's dim)."""
     rows, idx, factor = [], [], []
+    edges = np.full((len(c.dim), max(c.rows - 1, 1), 2), -1, np.int64)
+    n = 0
     for k in sorted(set(c.dim.tolist())):
         e = np.nonzero(c.dim == k)[0]
         if k == 1:
             rows.append(jac[e, 0])
             idx.append(e)
             factor.append(jnp.ones(len(e), jac.dtype))
+            n += len(e)
             continue
         f = jnp.maximum(c.friction[e], _MIN_MU)
         rows += [
@@ -374,6 +378,10 @@ def pyramid_block(
             for j in range(1, k)
             for sign in (1.0, -1.0)
         ]
+        for j in range(1, k):
+            for s in range(2):
+                edges[e, j - 1, s] = n + (2 * (j - 1) + s) * len(e) + np.arange(len(e))
+        n += 2 * (k - 1) * len(e)
         idx.append(np.tile(e, 2 * (k - 1)))
         mu = f[:, 0]
         factor.append(jnp.tile(2 * mu**2 * (1 + mu**2) / impratio, 2 * (k - 1)))
@@ -382,7 +390,7 @@ def pyramid_block(
     block = RowBlock(
         c.dist[ids], jacs, c.impedance[ids], None, zero, zero + jnp.inf, c.dist[ids] < 0, False
     )
-    return block, (ids, factors)
+    return block, (ids, factors), edges
 
 
 def body_jacobians(

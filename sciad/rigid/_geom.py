@@ -335,6 +335,16 @@ class ContactModel(eqx.Module):
       100 × the machine epsilon in float32): the solve has converged when the full
       Newton step at the current iterate (its error) is below `tolerance` ×
       max(|v_free|, 1); that step is then taken.
+    - `noslip_iterations`: MuJoCo's noslip post-solve (default 0: off). After the
+      solve, at most this many Gauss–Seidel sweeps over the friction rows (joint and
+      tendon friction losses, the pyramid's edge pairs) with the regularisation
+      removed, in MuJoCo's order, so that static friction holds without the soft
+      solve's creep (MuJoCo's `solNoSlip`; pyramidal cone only). The sweeps are
+      differentiated as they run.
+    - `noslip_tolerance`: the sweeps of a constraint island (the bodies its active
+      rows connect) stop after the first whose improvement (the cost's decrease, in
+      MuJoCo's units), divided by the island's summed mass-matrix diagonal, is below
+      it; default 1e-6 (MuJoCo's).
 
     References: Todorov, ICRA 2014, "Convex and analytically-invertible dynamics with
     contacts and constraints"; MuJoCo documentation, Computation; Castro, Permenter &
@@ -349,6 +359,8 @@ class ContactModel(eqx.Module):
     impratio: float = eqx.field(default=1.0, static=True)
     max_iterations: int = eqx.field(default=50, static=True)
     tolerance: float = eqx.field(default=1e-10, static=True)
+    noslip_iterations: int = eqx.field(default=0, static=True)
+    noslip_tolerance: float = eqx.field(default=1e-6, static=True)
 
     def __check_init__(self):
         if not isinstance(self.impedance, Impedance):
@@ -361,9 +373,17 @@ class ContactModel(eqx.Module):
             )
         check_positive(self.impratio, "ContactModel.impratio")
         check_int(self.max_iterations, "ContactModel.max_iterations")
-        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float)):
-            raise TypeError(f"ContactModel.tolerance must be a float; got {self.tolerance!r}.")
-        check_positive(self.tolerance, "ContactModel.tolerance")
+        check_int(self.noslip_iterations, "ContactModel.noslip_iterations", minimum=0)
+        for name in ("tolerance", "noslip_tolerance"):
+            x = getattr(self, name)
+            if isinstance(x, bool) or not isinstance(x, (int, float)):
+                raise TypeError(f"ContactModel.{name} must be a float; got {x!r}.")
+            check_positive(x, f"ContactModel.{name}")
+        if self.noslip_iterations and self.cone != "pyramidal":
+            raise ValueError(
+                "ContactModel(noslip_iterations > 0) needs cone='pyramidal': MuJoCo's noslip "
+                "for the elliptic cone (its QCQP on each contact's friction) is not supported."
+            )
 
     def effective_time_constant(self, dt: RealScalarLike) -> FloatScalar:
         """The contact time constant a step of length `dt` uses: max(τ, 2·dt) (MuJoCo's

@@ -187,12 +187,18 @@ def _check_model(m: Any, mujoco: Any, label: Labels) -> None:
         )
         if flags & int(getattr(bits, bit, 0)):  # 0: a flag this MuJoCo lacks
             label.block(f"MJCF <option><flag {flag}>: {what}")
-    if m.opt.noslip_iterations > 0 and not disabled(m, mujoco, "mjDSBL_CONSTRAINT"):
+    pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    if m.opt.noslip_iterations > 0 and not pyramidal:
         label.block(
-            f'MJCF <option noslip_iterations="{m.opt.noslip_iterations}">: MuJoCo\'s '
-            "noslip post-solve of the friction forces is not supported (sciad's friction "
-            'stays soft, as with noslip_iterations="0"); set it to 0 to load the '
-            "model with that difference."
+            f'MJCF <option noslip_iterations="{m.opt.noslip_iterations}" cone="elliptic">: '
+            "MuJoCo's noslip post-solve for the elliptic cone (its QCQP on each contact's "
+            "friction) is not supported; noslip runs with the pyramidal cone."
+        )
+    if m.opt.noslip_iterations > 0 and disabled(m, mujoco, "mjDSBL_ISLAND"):
+        label.block(
+            f'MJCF <option noslip_iterations="{m.opt.noslip_iterations}"><flag '
+            'island="disable">: MuJoCo\'s noslip over the whole model at once (its stopping '
+            "test differs from the per-island one) is not supported; noslip runs per island."
         )
     if m.opt.disableactuator != 0:
         label.block(
@@ -395,7 +401,7 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
     `actuatorfrcrange` whose actuators have different gears, unequal solmix, actuators
     on ball or free joints, through a site with a reference site, slider-cranks or
     bodies, muscles and user activation dynamics, the discrete integrator, MuJoCo's
-    noslip solver (`noslip_iterations` > 0) and the option flags that change contacts
+    noslip solver with the elliptic cone and the option flags that change contacts
     or the solve (`nativeccd` or `multiccd` disabled; `sleep`, `diagexact` or
     `speculative` enabled).
 
@@ -533,8 +539,12 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
         )
     # The solver's settings (every geom and limit carries its own impedance).
     pyramidal = int(m.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL)
+    noslip = int(m.opt.noslip_iterations) if pyramidal else 0
     contact = ContactModel(
-        cone="pyramidal" if pyramidal else "elliptic", impratio=float(m.opt.impratio)
+        cone="pyramidal" if pyramidal else "elliptic",
+        impratio=float(m.opt.impratio),
+        noslip_iterations=noslip,
+        noslip_tolerance=float(m.opt.noslip_tolerance),
     )
     # MuJoCo's constant inverse weights, per sciad body from the MuJoCo body it stands for.
     weights = InverseWeights(

@@ -59,8 +59,9 @@ def _segment(rot: Array, pos: Array, half_length: Array) -> tuple[Array, Array]:
 
 
 def _box_corners(rot: Array, pos: Array, half: Array) -> Array:
+    """The 8 corners (8, 3) in MuJoCo's order (`mjc_PlaneBox`: x varies fastest)."""
     signs = jnp.asarray(
-        [[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], pos.dtype
+        [[sx, sy, sz] for sz in (-1, 1) for sy in (-1, 1) for sx in (-1, 1)], pos.dtype
     )
     return pos[None] + (signs * half[None]) @ rot.T
 

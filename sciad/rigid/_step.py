@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core._types import Anything, RealScalarLike
+from ._collision import mujoco_contact_order
 from ._constraint_solver import (
     contact_terms,
     exact_diagonal,
@@ -17,6 +18,7 @@ from ._constraint_solver import (
     solve_contacts,
 )
 from ._impedance import RowBlock
+from ._noslip import noslip, NoslipItems
 
 
 def _contact_diagonal(mb: Anything, c: Anything, dtype: Anything) -> Anything:
@@ -24,6 +26,17 @@ def _contact_diagonal(mb: Anything, c: Anything, dtype: Anything) -> Anything:
     bodies' translational inverse weights (the world's is 0)."""
     tran = jnp.concatenate([mb.inverse_weights.body_translation.astype(dtype), jnp.zeros(1, dtype)])
     return tran[np.asarray(c.body_a)] + tran[np.asarray(c.body_b)]
+
+
+def _trees(parents: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """Each body's kinematic tree (MuJoCo's `body_treeid`: the trees are the world's
+    children, numbered in body order) and the number of trees."""
+    root = np.arange(len(parents))
+    for b, p in enumerate(parents):
+        if p >= 0:
+            root[b] = root[p]  # parents come before their children
+    roots, tree = np.unique(root, return_inverse=True)
+    return tree.astype(np.int64), len(roots)
 
 
 def _row_blocks(mb: Anything, f: Anything, q: Anything, v: Anything) -> list[RowBlock]:
@@ -61,10 +74,12 @@ def constrained_velocity(
             rhs.append(jac[:, 0, :].T)
     if exact:
         rhs += [b.jac.T for b in blocks if b.diagonal is None]
-    sol = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(m), jnp.concatenate(rhs, axis=1))
+    factor = jax.scipy.linalg.cho_factor(m)
+    sol = jax.scipy.linalg.cho_solve(factor, jnp.concatenate(rhs, axis=1))
     v_free = v + dt * sol[:, 0]
     start = 1
     parts = []
+    slip = []  # noslip's updates, MuJoCo's order: friction losses, then contacts' edges
     cone = (jnp.zeros((0, 3, mb.nv), v.dtype), jnp.zeros((0, 3), v.dtype))
     cone += (jnp.zeros(0, v.dtype), jnp.zeros(0, v.dtype))
     if mb.pairs:
@@ -74,9 +89,14 @@ def constrained_velocity(
         else:
             diag = _contact_diagonal(mb, c, v.dtype)
         if pyramidal:
-            block, (idx, factor) = pyramid_block(c, jac, mb.contact.impratio)
-            rows = scalar_rows(block, v, factor * diag[idx], dt)
+            block, (idx, weight), edges = pyramid_block(c, jac, mb.contact.impratio)
+            rows = scalar_rows(block, v, weight * diag[idx], dt)
             parts.append(rows._replace(inv_r=rows.inv_r * c.weight[idx]))
+            order = mujoco_contact_order(mb.geoms, mb.geom_body, mb.pairs, len(mb.contact_pairs))
+            pairs = edges[order].reshape(-1, 2)
+            pairs = pairs[pairs[:, 0] >= 0]
+            contact_items = NoslipItems(pairs[:, 0], pairs[:, 1], np.ones(len(pairs), bool))
+            contact_trees = (c.body_a[idx], c.body_b[idx])
         else:
             cone = contact_terms(c, jac, diag, v, dt, mb.contact.impratio)
     for b in blocks:
@@ -90,9 +110,44 @@ def constrained_velocity(
                 "a constraint row without an inverse weight in a MultiBody with "
                 "inverse_weights; give the element's weight (InverseWeights)."
             )
+        if b.friction:
+            k = sum(p.jac.shape[0] for p in parts) + np.arange(b.jac.shape[0])
+            slip.append(NoslipItems(k, k, np.zeros(len(k), bool)))
         parts.append(scalar_rows(b, v, diag, dt))
+    if mb.pairs and pyramidal:
+        slip.append(contact_items)
+    rows = ScalarRows.concatenate(parts, v)
     # Warm start from the current velocity: the previous step's solution.
-    v_plus, ok = solve_contacts(m, v_free, v, *cone, mb.contact, ScalarRows.concatenate(parts, v))
+    v_plus, ok = solve_contacts(m, v_free, v, *cone, mb.contact, rows)
+    items = NoslipItems.concatenate(slip)
+    if mb.contact.noslip_iterations and len(items.first):
+        # The barrier keeps the solve with M after the Newton loop (design.md).
+        v_plus, chol = jax.lax.optimization_barrier((v_plus, factor[0]))
+        used = np.unique(np.concatenate([items.first, items.second]))
+        minv_jt = jax.scipy.linalg.cho_solve((chol, factor[1]), rows.jac[used].T)
+        body_tree, n_trees = _trees(mb.parents)
+        dof_tree = body_tree[mb.topology.dof_body]
+        onehot = np.eye(n_trees, dtype=np.float32)[dof_tree]
+        row_trees = (jnp.abs(rows.jac) > 0).astype(jnp.float32) @ onehot > 0
+        if mb.pairs and pyramidal:
+            # MuJoCo's: a contact's trees are its bodies', whatever its Jacobian
+            tree = np.append(body_tree, -1)  # the world (body −1) is in no tree
+            ta, tb = (tree[b] for b in contact_trees)
+            own = (np.arange(n_trees) == ta[:, None]) | (np.arange(n_trees) == tb[:, None])
+            row_trees = row_trees.at[: len(ta)].set(jnp.asarray(own))
+        v_plus = noslip(
+            v_plus,
+            *rows,
+            minv_jt,
+            row_trees,
+            items,
+            used,
+            dt,
+            mb.contact.noslip_iterations,
+            mb.contact.noslip_tolerance,
+            jnp.diag(m),
+            dof_tree,
+        )
     if implicit_damping:
         # MuJoCo's Euler: the constraint forces from the solve with M, then the damping
         # implicitly, v⁺ = v + (M + h D)⁻¹ h (f + f_c) with h f_c = M (v⁺ − v_free),

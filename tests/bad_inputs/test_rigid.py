@@ -836,6 +836,24 @@ VALIDATION_CASES = [
         r"ContactModel.tolerance must be a float",
     ),
     (
+        "rigid contact noslip_iterations negative",
+        lambda: rigid.ContactModel(cone="pyramidal", noslip_iterations=-1),
+        ValueError,
+        r"ContactModel.noslip_iterations must be an int >= 0; got -1",
+    ),
+    (
+        "rigid contact noslip with the elliptic cone",
+        lambda: rigid.ContactModel(noslip_iterations=4),
+        ValueError,
+        r"ContactModel\(noslip_iterations > 0\) needs cone='pyramidal'",
+    ),
+    (
+        "rigid contact noslip_tolerance negative",
+        lambda: rigid.ContactModel(cone="pyramidal", noslip_tolerance=-1e-6),
+        ValueError,
+        r"ContactModel.noslip_tolerance must be finite and > 0; got -1e-06",
+    ),
+    (
         "rigid contact model type",
         lambda: _contact_model(contact=0.01),
         TypeError,

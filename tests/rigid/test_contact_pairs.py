@@ -56,7 +56,7 @@ def load(cone: str):
 def _points(model: rigid.MultiBody) -> list[tuple[int, int]]:
     """The geom pair (i, j) of each candidate contact point of `model`."""
     out = []
-    for _, n, ia, ib in _pair_groups(model.geoms, model.pairs):
+    for _, n, ia, ib, _ in _pair_groups(model.geoms, model.pairs):
         out += [(int(i), int(j)) for i, j in zip(ia, ib, strict=True) for _ in range(n)]
     return out
 

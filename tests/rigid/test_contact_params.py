@@ -132,7 +132,7 @@ def _pair_of_point(model: rigid.MultiBody, k: int) -> tuple[int, int]:
     from sciad.rigid._collision import _pair_groups
 
     start = 0
-    for _, n, ia, ib in _pair_groups(model.geoms, model.pairs):
+    for _, n, ia, ib, _ in _pair_groups(model.geoms, model.pairs):
         if k < start + n * len(ia):
             j = (k - start) // n
             return int(ia[j]), int(ib[j])

@@ -581,12 +581,24 @@ UNSUPPORTED = {
         ),
         r"MJCF joint 'j': actuatorgravcomp on a ball or free joint",
     ),
-    "noslip": (
+    "noslip with the elliptic cone": (
         _world(
             '<geom type="plane" size="1 1 1"/><body name="b" pos="0 0 1"><freejoint/>'
             '<geom size="0.1"/></body>'
-        ).replace("<worldbody>", '<option noslip_iterations="4"/><worldbody>'),
-        r'MJCF <option noslip_iterations="4">: MuJoCo\'s noslip post-solve',
+        ).replace("<worldbody>", '<option noslip_iterations="4" cone="elliptic"/><worldbody>'),
+        r'MJCF <option noslip_iterations="4" cone="elliptic">: MuJoCo\'s noslip post-solve '
+        "for the elliptic cone",
+    ),
+    "noslip without islands": (
+        _world(
+            '<geom type="plane" size="1 1 1"/><body name="b" pos="0 0 1"><freejoint/>'
+            '<geom size="0.1"/></body>'
+        ).replace(
+            "<worldbody>",
+            '<option noslip_iterations="4"><flag island="disable"/></option><worldbody>',
+        ),
+        r'MJCF <option noslip_iterations="4"><flag island="disable">: MuJoCo\'s noslip over '
+        "the whole model",
     ),
     **{
         f"flag {flag}": (

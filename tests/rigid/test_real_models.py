@@ -24,7 +24,7 @@ from .real_models import corpus, quiet_mujoco
 mujoco = pytest.importorskip("mujoco")
 
 # The number of corpus models load_mjcf loads now; raise it as features land.
-LOADS_AT_LEAST = 31
+LOADS_AT_LEAST = 32
 N_STEPS = 1000
 # The start: qpos0 moved along a random tangent of this size (rad or m), and a random
 # velocity of this size; and MuJoCo's own start change that measures the chaos floor.
@@ -74,7 +74,14 @@ NAMES += [
 ]
 # Comparisons that fail for a diagnosed sciad deficiency, with the measured figure:
 # none since the contacts took MuJoCo's impedance and contact frames (2026-11-24).
-XFAIL: dict[str, str] = {}
+XFAIL: dict[str, str] = {
+    "dm_control/dog": (
+        "with noslip the runs agree to round-off through step 13 (three steps of the "
+        "ball's contacts), then part: a finger's capsule lying on the target disc "
+        "(capsule–cylinder) gets two contacts from MuJoCo 4 and one from sciad's general "
+        "convex collision; |Δqpos| 5.8e-5 at step 16, 0.14 at step 211 (2026-11-28)"
+    ),
+}
 
 
 @functools.cache
@@ -184,6 +191,10 @@ def _max_abs(a, b):
 
 # Runs too slow to compile in CI, run with `SCIAD_FULL_CORPUS=1`.
 FULL_ONLY = {
+    "dm_control/dog": (
+        "its 6,277 geom pairs took 13 minutes to compile and 40 minutes for 211 steps "
+        "on 2 loaded cores (measured 2026-11-28)"
+    ),
     "dm_control/quadruped": (
         "its 279 geom pairs (the height field's 18 prisms against 20 geoms by the general "
         "convex collision, condim-6 contacts of the ball) take about 8 minutes to "
@@ -193,12 +204,13 @@ FULL_ONLY = {
 
 
 def _param(name):
+    marks = []
     if name in FULL_ONLY:
         full = os.environ.get("SCIAD_FULL_CORPUS") == "1"
-        return pytest.param(name, marks=pytest.mark.skipif(not full, reason=FULL_ONLY[name]))
+        marks.append(pytest.mark.skipif(not full, reason=FULL_ONLY[name]))
     if name in XFAIL:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=XFAIL[name]))
-    return name
+        marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[name]))
+    return pytest.param(name, marks=marks)
 
 
 @pytest.mark.slow

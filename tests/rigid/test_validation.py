@@ -213,7 +213,7 @@ def test_the_check_warns_about_exactly_the_deep_pairs_of_a_search_over_every_pai
     )
     dist = np.asarray(every[0])
     expected = {}
-    for _, k, ia, ib in _pair_groups(model.geoms, model.pairs, depth_only=True):
+    for _, k, ia, ib, _ in _pair_groups(model.geoms, model.pairs, depth_only=True):
         assert k == 1
         for n, (i, j) in enumerate(zip(ia, ib, strict=True)):
             inner = min(float(model.geoms[g].shape.inradius()) for g in (i, j))
