@@ -92,11 +92,14 @@ def constrained_velocity(
             block, (idx, weight), edges = pyramid_block(c, jac, mb.contact.impratio)
             rows = scalar_rows(block, v, weight * diag[idx], dt)
             parts.append(rows._replace(inv_r=rows.inv_r * c.weight[idx]))
-            order = mujoco_contact_order(mb.geoms, mb.geom_body, mb.pairs, len(mb.contact_pairs))
-            pairs = edges[order].reshape(-1, 2)
-            pairs = pairs[pairs[:, 0] >= 0]
-            contact_items = NoslipItems(pairs[:, 0], pairs[:, 1], np.ones(len(pairs), bool))
             contact_trees = (c.body_a[idx], c.body_b[idx])
+            if mb.contact.noslip_iterations:
+                order = mujoco_contact_order(
+                    mb.geoms, mb.geom_body, mb.pairs, len(mb.contact_pairs)
+                )
+                pairs = edges[order].reshape(-1, 2)
+                pairs = pairs[pairs[:, 0] >= 0]
+                slip_contacts = NoslipItems(pairs[:, 0], pairs[:, 1], np.ones(len(pairs), bool))
         else:
             cone = contact_terms(c, jac, diag, v, dt, mb.contact.impratio)
     for b in blocks:
@@ -114,8 +117,8 @@ def constrained_velocity(
             k = sum(p.jac.shape[0] for p in parts) + np.arange(b.jac.shape[0])
             slip.append(NoslipItems(k, k, np.zeros(len(k), bool)))
         parts.append(scalar_rows(b, v, diag, dt))
-    if mb.pairs and pyramidal:
-        slip.append(contact_items)
+    if mb.pairs and pyramidal and mb.contact.noslip_iterations:
+        slip.append(slip_contacts)
     rows = ScalarRows.concatenate(parts, v)
     # Warm start from the current velocity: the previous step's solution.
     v_plus, ok = solve_contacts(m, v_free, v, *cone, mb.contact, rows)
