@@ -10,8 +10,9 @@ friction-loss row is clipped to ±F; an edge pair (J_n + μ J_j, J_n − μ J_j)
 sum (the normal force) and stays non-negative. Each update moves v by M⁻¹ Jᵀ δ. The
 sweeps stop after `iterations`, or after the first whose improvement (the objective's
 decrease, plus ½ Σ R γ² at the first sweep, over h² in MuJoCo's force units, scaled
-by the inverse of the island's summed mass-matrix diagonal) is below `tolerance`. Everything is MuJoCo's, including
-its restoring of a pair's forces when a step would raise the cost by more than 1e-10.
+by the inverse of the island's summed mass-matrix diagonal) is below `tolerance`.
+Everything is MuJoCo's, including its restoring of a pair's forces when a step would
+raise the cost by more than 1e-10.
 
 The sweeps are plain array code, so every derivative (reverse, forward, higher
 order) differentiates the iteration itself, as for any fixed-iteration method.

@@ -92,8 +92,8 @@ def constrained_velocity(
             block, (idx, weight), edges = pyramid_block(c, jac, mb.contact.impratio)
             rows = scalar_rows(block, v, weight * diag[idx], dt)
             parts.append(rows._replace(inv_r=rows.inv_r * c.weight[idx]))
-            contact_trees = (c.body_a[idx], c.body_b[idx])
             if mb.contact.noslip_iterations:
+                contact_trees = (c.body_a[idx], c.body_b[idx])
                 order = mujoco_contact_order(
                     mb.geoms, mb.geom_body, mb.pairs, len(mb.contact_pairs)
                 )
