@@ -64,7 +64,7 @@ def _batched_lapack_calls(text: str) -> list[str]:
 
 
 def test_vmapped_collisions_and_cells_run_no_batched_lapack_call():
-    """Every collision function of the convex kinds (GJK/EPA, multiccd, meshes), vmapped
+    """Every collision function of the convex kinds (GJK/EPA, clipped polytopes and cylinders, meshes), vmapped
     over 16 pairs, and an MD triclinic cell's fractional coordinates, volume and
     widths vmapped over 16 cells, lower with no batched LAPACK call: the
     pseudo-inverse runs one matrix at a time, the small systems in closed form."""

@@ -28,7 +28,6 @@ from ._narrowphase import (
     _kind,
     _ORDER,
     BATCHED,
-    DEPTH_ONLY,
     NEVER_COLLIDE,
     points_per_pair,
 )
@@ -183,13 +182,12 @@ class Contacts(NamedTuple):
 
 
 def _pair_groups(
-    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]], depth_only: bool = False
+    geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]
 ) -> list[tuple[Callable, int, np.ndarray, np.ndarray, np.ndarray]]:
     """The pairs grouped by kind and shape structure and leaf shapes (meshes with
     different vertex counts apart), in the order of `find_contacts`'s
     points: (collision function, points per pair, first geoms, second geoms, the
-    members' indices in `pairs`); with `depth_only`, the `DEPTH_ONLY` function (one
-    point) where a kind has one."""
+    members' indices in `pairs`)."""
     groups: dict[tuple[type, type, Anything], list[int]] = {}
     for p, (i, j) in enumerate(pairs):
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
@@ -202,8 +200,6 @@ def _pair_groups(
     for (ka, kb, _), members in groups.items():
         ia = np.asarray([pairs[p][0] for p in members])
         fn, k = points_per_pair((ka, kb), geoms[ia[0]].shape)
-        if depth_only and fn in DEPTH_ONLY:
-            fn, k = DEPTH_ONLY[fn], 1
         out.append((fn, k, ia, np.asarray([pairs[p][1] for p in members]), np.asarray(members)))
     return out
 
@@ -234,16 +230,14 @@ def find_contacts(
     rot: Array,
     pos: Array,
     model: ContactModel,
-    depth_only: bool = False,
     explicit: Sequence[tuple[tuple[int, int], ContactPair]] = (),
 ) -> Contacts:
     """Every candidate contact point: one batched distance function per pair kind.
 
     `rot` (n, 3, 3) and `pos` (n, 3) are the body frames in the world; `model` gives
-    the impedance of geoms and explicit pairs that set none. `depth_only`: each pair's
-    deepest points only (a multiccd pair's first contact: its other points share that
-    distance), for the deep-penetration check. `explicit`: the `ContactPair`s with
-    their geom pairs (i, j) (among `pairs`), whose contacts take the pair's parameters.
+    the impedance of geoms and explicit pairs that set none. `explicit`: the
+    `ContactPair`s with their geom pairs (i, j) (among `pairs`), whose contacts take
+    the pair's parameters.
     """
     dtype = pos.dtype
     gb = np.asarray(geom_body, dtype=np.int64)
@@ -271,7 +265,7 @@ def find_contacts(
     )
     table = _ExplicitTable(explicit, default, dtype)
     parts = []
-    for fn, k, ia, ib, _ in _pair_groups(geoms, pairs, depth_only):
+    for fn, k, ia, ib, _ in _pair_groups(geoms, pairs):
         batched = fn if fn in BATCHED else jax.vmap(fn)
         pts = batched(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
         weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
@@ -409,14 +403,22 @@ _EXACT_APART = {
 }
 
 
+# Pairs whose contact sets MuJoCo 4 clips (a cylinder's caps and side, a capsule's
+# segment): with a margin it keeps clipped points out to the margin; sciad keeps the
+# penetrating ones and, apart, the one exact closest point (a warning says so).
+_CLIPPED_WITHIN_MARGIN = {(Capsule, Cylinder), (Box, Cylinder), (Cylinder, Cylinder)}
+
+
 def check_margins(
     geoms: Sequence[Geom],
     pairs: Sequence[tuple[int, int]],
     explicit: Sequence[tuple[tuple[int, int], ContactPair]] = (),
 ) -> None:
     """Refuse a margin or a gap on a pair whose separated distance is not exact (the
-    `explicit` pairs' own, the geoms' for the others)."""
+    `explicit` pairs' own, the geoms' for the others); warn, once, about one on a pair
+    that MuJoCo 4 clips (capsule, box or cylinder against a cylinder)."""
     slot = explicit_slots(explicit, [i for i, _ in pairs], [j for _, j in pairs])
+    clipped = []
     for (i, j), k in zip(pairs, slot, strict=True):
         a, b = geoms[i], geoms[j]
         cp = explicit[k][1] if k >= 0 else None
@@ -424,7 +426,9 @@ def check_margins(
         if all(is_concrete(x) and float(x) == 0 for x in reach):
             continue
         kinds = (_kind(a.shape), _kind(b.shape))
-        if kinds not in _EXACT_APART:
+        if kinds in _CLIPPED_WITHIN_MARGIN:
+            clipped.append(f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}")
+        elif kinds not in _EXACT_APART:
             raise ValueError(
                 f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}: a margin or gap "
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
@@ -434,6 +438,18 @@ def check_margins(
                 "convex collision do; a separated capsule and box get other contacts "
                 "from MuJoCo's mjc_CapsuleBox, which works with the margin)."
             )
+    if clipped:
+        warnings.warn(
+            f"a margin or gap on {len(clipped)} capsule, box or cylinder pair(s) with a "
+            f"cylinder (first: {clipped[0]}): within it MuJoCo 4 keeps the clipped contact "
+            "points (of a cap, a side line, a capsule's segment) out to the margin and "
+            "moves a capsule's by the margin too (depths up to margin·sin²(tilt) "
+            "shallower); sciad clips as without a margin, keeping the penetrating points "
+            "and, while the geoms are apart, the one exact closest point. The contacts "
+            "differ from MuJoCo's within the margin.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _pair_material(
@@ -502,7 +518,7 @@ _geom_frames = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
 )
 _distances = eqx.filter_jit(  # pyright: ignore[reportCallIssue]
     lambda geoms, geom_body, pairs, rot, pos, contact, explicit: (lambda c: (c.dist, c.impedance))(
-        find_contacts(geoms, geom_body, pairs, rot, pos, contact, True, explicit)
+        find_contacts(geoms, geom_body, pairs, rot, pos, contact, explicit)
     ),
     compiler_options=_FAST_COMPILE,
 )
@@ -555,7 +571,7 @@ def warn_deep_penetration(model: Anything, q: Array) -> None:
     explicit = model.explicit_pairs()
     out = _distances(geoms, model.geom_body, pairs, rot, pos, model.contact, explicit)
     dist, imps = (np.asarray(x) for x in out)
-    groups = _pair_groups(geoms, pairs, depth_only=True)
+    groups = _pair_groups(geoms, pairs)
     ia = np.concatenate([np.repeat(a, k) for _, k, a, _, _ in groups])
     ib = np.concatenate([np.repeat(b, k) for _, k, _, b, _ in groups])
     size = np.asarray([float(g.shape.inradius()) for g in geoms])

@@ -1,6 +1,6 @@
 """General convex–convex collision from support points: GJK for the distance of
-separated shapes, EPA for the depth of penetrating ones, and MuJoCo's multi-point
-variant (multiccd), as bounded `while` loops that stop when converged (jit and vmap).
+separated shapes and EPA for the depth of penetrating ones, as bounded `while` loops
+that stop when converged (jit and vmap).
 
 The signed distance of two convex shapes A and B is max over unit n of
 min_{b ∈ B} n·b − max_{a ∈ A} n·a: the distance of the Minkowski difference A − B from
@@ -38,9 +38,6 @@ _POLISH_STEPS = 4  # Newton steps on the normal after EPA
 # Relative tolerances (× the shapes' size): GJK's duality gap, the norm below which the
 # origin is taken to lie in the simplex, and EPA's bound gap.
 _GJK_TOL, _TOUCH_TOL, _EPA_TOL = 1e-13, 1e-12, 1e-10
-# MuJoCo's multiccd: rotations of ±1e-3 rad about the contact's tangents, and new points
-# farther than 1e-3 of the smaller bounding radius from the earlier ones.
-MULTICCD_ANGLE, MULTICCD_DISTINCT = 1e-3, 1e-3
 
 
 class _Part(NamedTuple):
@@ -488,52 +485,3 @@ def convex_contact(
     scale = _scale(part_a, part_b)
     stop_a, stop_b = jax.tree.map(jax.lax.stop_gradient, (part_a, part_b))
     return _finish(part_a, part_b, _solve(stop_a, stop_b, scale))
-
-
-def _axis_rotation(axis: Array, sign: int) -> Array:
-    """The rotation by ±`MULTICCD_ANGLE` (the sign's) about the unit `axis` (Rodrigues)."""
-    angle = sign * MULTICCD_ANGLE
-    k = jnp.asarray(
-        [[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]], axis.dtype
-    )
-    return jnp.eye(3, dtype=axis.dtype) + np.sin(angle) * k + (1 - np.cos(angle)) * (k @ k)
-
-
-def multiccd_contacts(
-    sa: AbstractShape, ra: Array, pa: Array, sb: AbstractShape, rb: Array, pb: Array
-) -> tuple[Array, Array, Array]:
-    """MuJoCo's multiccd (5 points): the convex contact, then the contacts found with
-    a rotated by ±1e-3 rad about each tangent of the first contact's frame around its
-    point and b by the inverse rotation; a point farther than 1e-3 of the smaller
-    bounding radius from the earlier ones is kept, with the first contact's distance
-    (a shape lying flat on another finds the ends of its line or patch). Points not
-    kept get a positive placeholder distance."""
-    first = convex_contact(sa, ra, pa, sb, rb, pb)
-    centre = jax.lax.stop_gradient(first.point)
-    tangents = jax.lax.stop_gradient(_tangents(first.normal))
-    tol = MULTICCD_DISTINCT * jax.lax.stop_gradient(
-        jnp.minimum(sa.bounding_radius(), sb.bounding_radius())
-    )
-    # the four rotated searches as one (vmapped: one trace, one loop for all four)
-    turns = jnp.stack(
-        [_axis_rotation(tangents[axis], sign) for axis in range(2) for sign in (-1, 1)]
-    )
-    turned = jax.vmap(
-        lambda q: convex_contact(
-            sa, q @ ra, centre + q @ (pa - centre), sb, q.T @ rb, centre + q.T @ (pb - centre)
-        )
-    )(turns)
-    dists, normals, points = [first.dist], [first.normal], [first.point]
-    kept = [jnp.asarray(True)]
-    for k in range(4):
-        gaps = jnp.stack([jnp.sum((turned.point[k] - x) ** 2) for x in points])
-        distinct = jnp.all(~jnp.stack(kept) | (gaps > tol**2))
-        dists.append(first.dist)
-        normals.append(turned.normal[k])
-        points.append(turned.point[k])
-        kept.append(distinct)
-    keep = jnp.stack(kept)
-    dist = jnp.stack(dists)
-    scale = jax.lax.stop_gradient(sa.bounding_radius() + sb.bounding_radius())
-    placeholder = jnp.abs(dist) + 2 * scale
-    return jnp.where(keep, dist, placeholder), jnp.stack(normals), jnp.stack(points)

@@ -10,7 +10,7 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross, safe_norm
-from ._convex import convex_contact, multiccd_contacts
+from ._convex import convex_contact
 from ._hfield import HeightField, hfield_points
 from ._mesh import ConvexMesh
 from ._polyclip import CLIP_CONTACTS, polytope_contacts
@@ -497,19 +497,20 @@ def _convex(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(c.dist[None], c.normal[None], c.point[None])
 
 
-def _multiccd(sa, ra, pa, sb, rb, pb) -> _Points:
-    """Up to five points from the general convex collision with MuJoCo's multiccd
-    (`_convex.multiccd_contacts`), as `mjc_Convex` for capsule–cylinder,
-    cylinder–cylinder and box–cylinder."""
-    return _Points(*multiccd_contacts(sa, ra, pa, sb, rb, pb))
-
-
 def _polytopes(sa, ra, pa, sb, rb, pb) -> _Points:
-    """Box–mesh and mesh–mesh (5 points), as MuJoCo 4's `mjc_Convex` with its native
-    convex collision: the general convex contact, or, where MuJoCo's `multicontact`
-    finds aligned faces (or an edge in a face), up to four points of the one clipped
-    by the other, each with its own depth (`_polyclip.polytope_contacts`)."""
+    """Box–mesh, mesh–mesh, capsule–cylinder and cylinder–cylinder (5 points), as
+    MuJoCo 4's `mjc_Convex` with its native convex collision: the general convex
+    contact, or, where MuJoCo's `multicontact` finds aligned faces (or an edge in a
+    face), up to four points of the one clipped by the other, each with its own depth
+    (`_polyclip.polytope_contacts`)."""
     return _Points(*polytope_contacts(sa, ra, pa, sb, rb, pb))
+
+
+def _polytopes_swapped(sa, ra, pa, sb, rb, pb) -> _Points:
+    """`_polytopes` with b as MuJoCo's first geom (a box against a cylinder: MuJoCo's
+    geom order puts the cylinder first, and the clipping rule follows that order)."""
+    dist, normal, point = polytope_contacts(sb, rb, pb, sa, ra, pa)
+    return _Points(dist, -normal, point)
 
 
 def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
@@ -521,9 +522,6 @@ def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
 
 # Collision functions that take a batch of pairs themselves (the others are vmapped).
 BATCHED = {_hfield}
-# The function that finds a pair's depth alone (one point), where it is cheaper: every
-# multiccd point has the first contact's distance.
-DEPTH_ONLY = {_multiccd: _convex}
 
 
 # Pair kinds: the first shape type sorts first in this order.
@@ -550,9 +548,9 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Ellipsoid, Ellipsoid): (_convex, 1),
     (Ellipsoid, Box): (_convex, 1),
     (Ellipsoid, Cylinder): (_convex, 1),
-    (Capsule, Cylinder): (_multiccd, 5),
-    (Box, Cylinder): (_multiccd, 5),
-    (Cylinder, Cylinder): (_multiccd, 5),
+    (Capsule, Cylinder): (_polytopes, 1 + CLIP_CONTACTS),
+    (Box, Cylinder): (_polytopes_swapped, 1 + CLIP_CONTACTS),
+    (Cylinder, Cylinder): (_polytopes, 1 + CLIP_CONTACTS),
     **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
     # meshes, as MuJoCo's table: mjc_PlaneConvex, mjc_Convex with a sphere or an
     # ellipsoid (one point), with a box or a mesh (multicontact's clipped polygons).
@@ -566,9 +564,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.
-_CONVEX_EXACT_APART = {
-    k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex, _multiccd)
-}
+_CONVEX_EXACT_APART = {k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex)}
 
 
 def points_per_pair(kinds: tuple[type, type], first: AbstractShape) -> tuple[Callable, int]:

@@ -1,5 +1,5 @@
-"""Polytope–polytope contact sets (a box or a convex mesh against a convex mesh), as
-MuJoCo 4's native convex collision finds them: the penetration normal from GJK and
+"""Clipped contact sets (a box or a convex mesh against a convex mesh; a capsule, a box
+or a cylinder against a cylinder), as MuJoCo 4's native convex collision finds them: the penetration normal from GJK and
 EPA (`_convex.py`), then MuJoCo's `multicontact` (engine_collision_gjk.c): the faces
 (or an edge) of both polytopes aligned with the normal, one polygon clipped against
 the other (Sutherland–Hodgman) and cut to at most four points, each with its own
@@ -14,7 +14,7 @@ import numpy as np
 
 from ._convex import convex_contact
 from ._mesh import ConvexMesh
-from ._shapes import AbstractShape, Box
+from ._shapes import AbstractShape, Box, Capsule, Cylinder
 
 # MuJoCo's alignment tolerances (mjFACE_TOL, mjEDGE_TOL): two faces are aligned when
 # their normals' dot product is below −0.996, an edge lies in a face when
@@ -105,15 +105,89 @@ def _mesh_poly(mesh: ConvexMesh, rot: Array, pos: Array) -> _Poly:
     )
 
 
+# MuJoCo 4 clips a cylinder's caps as regular 16-gons with a corner on the cylinder's x
+# axis (measured: a capsule lying across the rim is cut where the 16-gon's side is)
+CYLINDER_SIDES = 16
+_ANGLES = 2 * np.pi * np.arange(CYLINDER_SIDES) / CYLINDER_SIDES
+_RING = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], axis=1)
+# corners: the two rims' support points (0 top, 1 bottom), then the top and bottom 16-gons
+_TOP, _BOTTOM = 2 + np.arange(CYLINDER_SIDES), 2 + CYLINDER_SIDES + np.arange(CYLINDER_SIDES)
+# the caps clockwise seen from outside (the top seen from +z turns by falling angle)
+_CYL_FACES = np.stack([_TOP[::-1], _BOTTOM]).astype(np.int32)
+_CYL_MEMBER = np.stack(
+    [
+        np.isin(np.arange(2 + 2 * CYLINDER_SIDES), np.r_[k, cap])
+        for k, cap in ((0, _TOP), (1, _BOTTOM))
+    ]
+)
+_CYL_EDGES = np.full((2 + 2 * CYLINDER_SIDES, 1), -1, np.int32)
+_CYL_EDGES[:2, 0] = [1, 0]
+
+
+def _cylinder_poly(cyl: Cylinder, rot: Array, pos: Array, direction: Array) -> _Poly:
+    """A cylinder as MuJoCo 4's `multicontact` sees it along `direction` (unit,
+    world): two 16-gon caps, no side faces, and one edge, the side line through the
+    rims' support points. A support point offers its cap and the side line."""
+    dtype = pos.dtype
+    ring = jnp.asarray(_RING, dtype) * cyl.radius
+    h = jnp.broadcast_to(cyl.half_length, (CYLINDER_SIDES, 1))
+    u = jax.lax.stop_gradient(rot.T @ direction)
+    flat = jnp.sum(u[:2] ** 2) > 0
+    radial = jnp.where(flat, u[:2], jnp.asarray([1.0, 0.0], dtype))
+    radial = radial / jnp.sqrt(jnp.sum(radial**2))
+    side = jnp.stack(
+        [
+            jnp.concatenate([cyl.radius * radial, cyl.half_length[None]]),
+            jnp.concatenate([cyl.radius * radial, -cyl.half_length[None]]),
+        ]
+    )
+    local = jnp.concatenate(
+        [side, jnp.concatenate([ring, h], 1), jnp.concatenate([ring, -h], 1)], axis=0
+    )
+    return _Poly(
+        pos[None] + local @ rot.T,
+        jnp.asarray(_CYL_FACES),
+        jnp.asarray(_CYL_FACES[:, ::-1].copy()),
+        jnp.full(2, CYLINDER_SIDES, jnp.int32),
+        jnp.stack([rot[:, 2], -rot[:, 2]]),
+        jnp.asarray(_CYL_MEMBER),
+        jnp.asarray(_CYL_EDGES),
+    )
+
+
+def _segment_poly(cap: Capsule, rot: Array, pos: Array) -> _Poly:
+    """A capsule's segment (its radius is added to the clipped points): two corners
+    joined by one edge and no faces (a placeholder face that holds no corner)."""
+    ends = (
+        pos[None]
+        + jnp.asarray([-1.0, 1.0], pos.dtype)[:, None] * (cap.half_length * rot[:, 2])[None]
+    )
+    return _Poly(
+        ends,
+        jnp.asarray([[0, 1]], jnp.int32),
+        jnp.asarray([[1, 0]], jnp.int32),
+        jnp.full(1, 2, jnp.int32),
+        rot[:, 0][None],
+        jnp.zeros((1, 2), bool),
+        jnp.asarray([[1], [0]], jnp.int32),
+    )
+
+
 def _argmax(x: Array, axis: int | None = None) -> Array:
     return jnp.argmax(x, axis=axis).astype(jnp.int32)
 
 
-def _poly(shape: AbstractShape, rot: Array, pos: Array) -> _Poly:
+def _poly(shape: AbstractShape, rot: Array, pos: Array, direction: Array) -> _Poly:
+    """A polytope's corners, faces and edges in the world; a cylinder's side line is
+    the one supporting `direction` (unit, world)."""
     if isinstance(shape, Box):
         return _box_poly(shape, rot, pos)
     if isinstance(shape, ConvexMesh):
         return _mesh_poly(shape, rot, pos)
+    if isinstance(shape, Cylinder):
+        return _cylinder_poly(shape, rot, pos, direction)
+    if isinstance(shape, Capsule):
+        return _segment_poly(shape, rot, pos)
     raise TypeError(f"no polytope for {type(shape).__name__}")
 
 
@@ -126,6 +200,20 @@ def _feature(p: _Poly, direction: Array, tol: Array) -> tuple[Array, Array, Arra
     first = _argmax(on)
     second = _argmax(on & (jnp.arange(on.shape[0], dtype=jnp.int32) != first))
     return on, dim, jnp.stack([first, second])
+
+
+def _cylinder_feature(on: Array, along: Array, other: Array) -> tuple[Array, Array]:
+    """A cylinder's feature dimension and first two corners where the normal has
+    `along` = n·axis and the other shape's feature has dimension `other` (MuJoCo 4's
+    rule, read from its contact sets; its EPA decides it): on a rim, 2, the side line
+    (a capsule lying across the cap is clipped, the side of a lying cylinder too); on
+    a cap (n along the axis to 1e-9), 3 against another's edge or face (a box's edge
+    lying on the cap is clipped) and 1 against a corner (a box's corner on the cap is
+    one contact)."""
+    cap = (1 - jnp.abs(jax.lax.stop_gradient(along))) < 1e-9
+    dim = jnp.where(cap, jnp.where(other >= 2, 3, 1), 2).astype(jnp.int32)
+    first = jnp.where(on[0], 0, 1).astype(jnp.int32)
+    return dim, jnp.stack([first, 1 - first])
 
 
 def _candidates(p: _Poly, on: Array, dim: Array) -> Array:
@@ -282,8 +370,9 @@ class PolyContacts(NamedTuple):
 def polytope_contacts(
     sa: AbstractShape, ra: Array, pa: Array, sb: AbstractShape, rb: Array, pb: Array
 ) -> PolyContacts:
-    """A box or convex mesh `sa` against a convex mesh `sb` (world rotations (3, 3) and
-    positions (3,)), as MuJoCo 4's `mjc_Convex` (nativeccd, multiccd) returns them:
+    """A box or convex mesh `sa` against a convex mesh `sb`, or a capsule, box or
+    cylinder `sa` against a cylinder `sb` (world rotations (3, 3) and positions (3,)),
+    as MuJoCo 4's `mjc_Convex` (nativeccd, multiccd) returns them:
     5 points, the first the general convex contact (`convex_contact`), the other four
     MuJoCo's `multicontact` polygon clipping; where the clipping gives points, the
     first is inactive. Inactive points get a positive placeholder distance.
@@ -307,6 +396,11 @@ def polytope_contacts(
     More than four points: MuJoCo's largest-area quadrilateral search; a clipped edge:
     its two farthest points.
 
+    A cylinder is two 16-gon caps and one edge, the side line through the rims'
+    support points (`_cylinder_poly`); its feature dimension is MuJoCo 4's as read from
+    its contact sets (`_cylinder_feature`). A capsule is its segment, moved by its
+    radius toward b across its axis before it is clipped (MuJoCo 4's points, measured).
+
     The choices (features, faces, the kept points) are discrete and carry no
     gradient; the points and depths are smooth functions of the poses between them.
     Where MuJoCo's EPA (tolerance 1e-6) ends on a Minkowski face other than the least
@@ -315,22 +409,26 @@ def polytope_contacts(
 
     **Arguments:**
 
-    - `sa`, `ra`, `pa`: a `Box` or a `ConvexMesh`, its rotation `(3, 3)` and
-      position `(3,)` (length).
-    - `sb`, `rb`, `pb`: a `ConvexMesh`, its rotation and position.
+    - `sa`, `ra`, `pa`: a `Box`, a `ConvexMesh`, a `Capsule` or a `Cylinder`, its
+      rotation `(3, 3)` and position `(3,)` (length).
+    - `sb`, `rb`, `pb`: a `ConvexMesh` or a `Cylinder`, its rotation and position.
 
     **Returns:** `PolyContacts(dist (5,), normal (5, 3), point (5, 3))`: signed
     distances (length; negative: penetration), unit normals from a to b, and points
     midway through the overlap.
     """
     first = convex_contact(sa, ra, pa, sb, rb, pb)
-    A, B = _poly(sa, ra, pa), _poly(sb, rb, pb)
-    A_, B_ = jax.lax.stop_gradient((A, B))
     n = jax.lax.stop_gradient(first.normal)
+    A, B = _poly(sa, ra, pa, n), _poly(sb, rb, pb, -n)
+    A_, B_ = jax.lax.stop_gradient((A, B))
     scale = jax.lax.stop_gradient(sa.bounding_radius() + sb.bounding_radius())
     tol = _FEATURE_TOL * scale
     on_a, dim_a, ends_a = _feature(A_, n, tol)
     on_b, dim_b, ends_b = _feature(B_, -n, tol)
+    if isinstance(sa, Cylinder):
+        dim_a, ends_a = _cylinder_feature(on_a, ra[:, 2] @ n, dim_b)
+    if isinstance(sb, Cylinder):
+        dim_b, ends_b = _cylinder_feature(on_b, rb[:, 2] @ n, dim_a)
     cand_a = _candidates(A_, on_a, dim_a)
     cand_b = _candidates(B_, on_b, dim_b)
     dots = A_.normals @ B_.normals.T
@@ -386,6 +484,12 @@ def polytope_contacts(
     n2 = jnp.where(mode_ea | mode_eb, two, count_a)
     plane_n = jnp.where(mode_ff, -na, jnp.where(mode_eb, na, nb))
     depth_n = jnp.where(mode_eb, na, nb)
+    if isinstance(sa, Capsule):
+        # a capsule's segment moves by its radius toward b (MuJoCo 4: along the contact
+        # normal less its part along the axis), then is clipped
+        axis = ra[:, 2]
+        across = first.normal - (first.normal @ axis) * axis
+        face2 = face2.at[:2].add(sa.radius * across[None])
     poly, count = _clip(face1, n1, face2, n2, plane_n, depth_n, size)
     quad = _quad(jax.lax.stop_gradient(poly), count)
     far = _farthest_two(jax.lax.stop_gradient(poly), count)

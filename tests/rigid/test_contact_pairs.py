@@ -282,8 +282,9 @@ def test_contact_pair_refuses_bad_parameters(kwargs, error, match):
 
 def test_multibody_refuses_bad_pairs():
     """Unknown or ambiguous geom names, two world geoms, a wrong item
-    type, a margin or gap on a pair whose separated distance is inexact (capsule–box), and
-    a negative geom gap: precise errors at construction."""
+    type, a margin or gap on a pair whose separated distance is inexact (capsule–box),
+    and a negative geom gap: precise errors at construction; a margin on a pair that
+    MuJoCo 4 clips (capsule–cylinder): a warning."""
     bodies, geoms = _two_balls()
 
     def build(*pairs, geoms=geoms[:3]):
@@ -302,6 +303,10 @@ def test_multibody_refuses_bad_pairs():
     cap = rigid.Geom(rigid.Capsule(0.05, 0.1), body="b", name="cap")
     with pytest.raises(ValueError, match="margin or gap.*Capsule–Box"):
         build(rigid.ContactPair("box", "cap", gap=0.01), geoms=[box, cap])
+    # MuJoCo 4's clipped cylinder pairs keep other points within a margin: a warning
+    disc = rigid.Geom(rigid.Cylinder(0.2, 0.01), body="a", name="disc", margin=0.01)
+    with pytest.warns(UserWarning, match="margin or gap on 1 capsule.*first: geom 'cap'.*differ"):
+        rigid.MultiBody(bodies, geoms=[disc, cap])
     with pytest.raises(ValueError, match="gap"):
         rigid.Geom(rigid.Sphere(0.1), gap=-1.0)
     # a pair of geoms whose bitmasks never collide, and one replacing a dynamic pair

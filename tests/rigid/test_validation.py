@@ -169,7 +169,7 @@ def test_slightly_unnormalised_quaternions_are_accepted():
 
 
 def _scattered_cylinders():
-    """Eight cylinders (multiccd pairs): two pairs deep in each other, one pair touching
+    """Eight cylinders (five points a pair): two pairs deep in each other, one pair touching
     shallowly, the rest metres apart."""
     radius = [0.1, 0.08, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05]
     half = [0.2, 0.15, 0.2, 0.1, 0.1, 0.1, 0.3, 0.05]
@@ -194,8 +194,7 @@ def _scattered_cylinders():
 def test_the_check_warns_about_exactly_the_deep_pairs_of_a_search_over_every_pair():
     """The check computes only the pairs whose bounding spheres overlap (the broad
     phase): the pairs it warns about and their depths are those of the same search over
-    every pair (a multiccd pair's depth is its first contact's: test_convex shows the
-    other points carry that distance)."""
+    every pair (a pair's depth is its deepest point's)."""
     from sciad.rigid._collision import (
         _distances,
         _geom_frames,
@@ -213,12 +212,14 @@ def test_the_check_warns_about_exactly_the_deep_pairs_of_a_search_over_every_pai
     )
     dist = np.asarray(every[0])
     expected = {}
-    for _, k, ia, ib, _ in _pair_groups(model.geoms, model.pairs, depth_only=True):
-        assert k == 1
+    start = 0
+    for _, k, ia, ib, _ in _pair_groups(model.geoms, model.pairs):
         for n, (i, j) in enumerate(zip(ia, ib, strict=True)):
+            depth = float(np.max(-dist[start + k * n : start + k * (n + 1)]))
             inner = min(float(model.geoms[g].shape.inradius()) for g in (i, j))
-            if -dist[n] > DEEP_PENETRATION * inner:
-                expected[f"g{i}", f"g{j}"] = -dist[n]
+            if depth > DEEP_PENETRATION * inner:
+                expected[f"g{i}", f"g{j}"] = depth
+        start += k * len(ia)
     assert set(expected) == {("g0", "g1"), ("g2", "g3")}  # g4–g5 is 1 mm deep: shallow
     with pytest.warns(UserWarning) as record:
         model.check_state(model.default_state())
