@@ -121,7 +121,10 @@ def _plane_sphere(sa, ra, pa, sb, rb, pb) -> _Points:
 
 
 def _plane_capsule(sa, ra, pa, sb, rb, pb) -> _Points:
-    return _plane_points(ra, pa, jnp.stack(_segment(rb, pb, sb.half_length)), sb.radius)
+    """The capsule's two end spheres against the plane, the end along +axis first
+    (MuJoCo's `mjc_PlaneCapsule` order, which noslip's sweep order follows)."""
+    lo, hi = _segment(rb, pb, sb.half_length)
+    return _plane_points(ra, pa, jnp.stack([hi, lo]), sb.radius)
 
 
 def _plane_box(sa, ra, pa, sb, rb, pb) -> _Points:
