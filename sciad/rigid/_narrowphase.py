@@ -501,11 +501,11 @@ def _convex(sa, ra, pa, sb, rb, pb) -> _Points:
 
 
 def _polytopes(sa, ra, pa, sb, rb, pb) -> _Points:
-    """Box–mesh, mesh–mesh, capsule–cylinder and cylinder–cylinder (5 points), as
-    MuJoCo 4's `mjc_Convex` with its native convex collision: the general convex
-    contact, or, where MuJoCo's `multicontact` finds aligned faces (or an edge in a
-    face), up to four points of the one clipped by the other, each with its own depth
-    (`_polyclip.polytope_contacts`)."""
+    """Box–mesh, mesh–mesh, capsule–mesh, capsule–cylinder and cylinder–cylinder (5
+    points), as MuJoCo 4's `mjc_Convex` with its native convex collision: the general
+    convex contact, or, where MuJoCo's `multicontact` finds aligned faces (or an edge
+    in a face), up to four points of the one clipped by the other, each with its own
+    depth (`_polyclip.polytope_contacts`)."""
     return _Points(*polytope_contacts(sa, ra, pa, sb, rb, pb))
 
 
@@ -556,14 +556,15 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Cylinder, Cylinder): (_polytopes, 1 + CLIP_CONTACTS),
     **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
     # meshes, as MuJoCo's table: mjc_PlaneConvex, mjc_Convex with a sphere or an
-    # ellipsoid (one point), with a box or a mesh (multicontact's clipped polygons).
-    # Capsule and cylinder against a mesh are not supported: MuJoCo 4's contact sets
-    # there are not reproduced.
+    # ellipsoid (one point), with a capsule, a box or a mesh (multicontact's clipped
+    # polygons). A cylinder against a mesh is not supported: MuJoCo 4's feature choice
+    # there (a mesh's edge on a cap) is not reproduced.
     (Plane, ConvexMesh): (_plane_mesh, PLANE_MESH_CONTACTS),
     (Sphere, ConvexMesh): (_convex, 1),
     (Ellipsoid, ConvexMesh): (_convex, 1),
     (Box, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
     (ConvexMesh, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
+    (Capsule, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.

@@ -1,5 +1,5 @@
-"""Clipped contact sets (a box or a convex mesh against a convex mesh; a capsule, a box
-or a cylinder against a cylinder), as MuJoCo 4's native convex collision finds them: the penetration normal from GJK and
+"""Clipped contact sets (a capsule, a box or a convex mesh against a convex mesh; a
+capsule, a box or a cylinder against a cylinder), as MuJoCo 4's native convex collision finds them: the penetration normal from GJK and
 EPA (`_convex.py`), then MuJoCo's `multicontact` (engine_collision_gjk.c): the faces
 (or an edge) of both polytopes aligned with the normal, one polygon clipped against
 the other (Sutherland–Hodgman) and cut to at most four points, each with its own
@@ -370,8 +370,8 @@ class PolyContacts(NamedTuple):
 def polytope_contacts(
     sa: AbstractShape, ra: Array, pa: Array, sb: AbstractShape, rb: Array, pb: Array
 ) -> PolyContacts:
-    """A box or convex mesh `sa` against a convex mesh `sb`, or a capsule, box or
-    cylinder `sa` against a cylinder `sb` (world rotations (3, 3) and positions (3,)),
+    """A capsule, box or convex mesh `sa` against a convex mesh `sb`, or a capsule, box
+    or cylinder `sa` against a cylinder `sb` (world rotations (3, 3) and positions (3,)),
     as MuJoCo 4's `mjc_Convex` (nativeccd, multiccd) returns them:
     5 points, the first the general convex contact (`convex_contact`), the other four
     MuJoCo's `multicontact` polygon clipping; where the clipping gives points, the

@@ -308,9 +308,9 @@ def position_jacobians(mj, q, v0, steps: int):
 
 
 def test_refusals():
-    """Bad vertices raise precise errors before tracing; capsule–mesh and
-    cylinder–mesh pairs are refused naming the geoms; a margin on a plane–mesh pair
-    is refused."""
+    """Bad vertices raise precise errors before tracing; a cylinder–mesh pair is
+    refused naming the geoms; a margin on a plane–mesh or a capsule–mesh pair is
+    refused."""
     with pytest.raises(ValueError, match=r"at least 4 points"):
         rigid.ConvexMesh(jnp.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"shape \(N, 3\); got \(4, 2\)"):
@@ -321,14 +321,14 @@ def test_refusals():
         rigid.ConvexMesh(jnp.asarray(MESHES["cube"]).at[:, 2].set(0.0))
     with pytest.raises(TypeError, match="concrete vertices"):
         jax.jit(lambda v: rigid.ConvexMesh(v).volume())(jnp.asarray(MESHES["tetra"]))
-    for other in ('type="capsule" size="0.1 0.1"', 'type="cylinder" size="0.1 0.1"'):
-        xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom name="rock" type="mesh" mesh="m"/>
-        <body name="b" pos="0 0 1"><freejoint/><geom name="g" {other}/></body>
-        </worldbody></mujoco>"""
-        with pytest.raises(ValueError, match=r"no collision function for geom '(g|rock)'"):
-            rigid.load_mjcf(xml)
-    xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom type="plane" size="1 1 1"/>
-    <body pos="0 0 1"><freejoint/><geom type="mesh" mesh="m" margin="0.01"/></body>
-    </worldbody></mujoco>"""
-    with pytest.raises(ValueError, match="a margin"):
+    xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom name="rock" type="mesh" mesh="m"/>
+    <body name="b" pos="0 0 1"><freejoint/><geom name="g" type="cylinder" size="0.1 0.1"/>
+    </body></worldbody></mujoco>"""
+    with pytest.raises(ValueError, match=r"no collision function for geom '(g|rock)'"):
         rigid.load_mjcf(xml)
+    for other in ('type="plane" size="1 1 1"', 'type="capsule" size="0.1 0.1"'):
+        xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom {other}/>
+        <body pos="0 0 1"><freejoint/><geom type="mesh" mesh="m" margin="0.01"/></body>
+        </worldbody></mujoco>"""
+        with pytest.raises(ValueError, match="a margin"):
+            rigid.load_mjcf(xml)
