@@ -513,13 +513,13 @@ UNSUPPORTED = {
         ),
         r"MJCF tendon 't': actuatorfrcrange with actuators of different gears",
     ),
-    "capsule against a mesh": (
+    "cylinder against a mesh": (
         _world(
             '<geom name="rock" type="mesh" mesh="tet"/><body name="b" pos="0 0 1">'
-            '<freejoint/><geom name="cube" type="capsule" size="0.1 0.1"/></body>',
+            '<freejoint/><geom name="can" type="cylinder" size="0.1 0.1"/></body>',
             '<asset><mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>',
         ),
-        r"no collision function for geom 'cube' \(Capsule on body 'b'\) against "
+        r"no collision function for geom 'can' \(Cylinder on body 'b'\) against "
         r"geom 'rock' \(ConvexMesh on the world\)",
     ),
     "explicit pair with adhesion": (
