@@ -1,9 +1,10 @@
 """Clipped contact sets (a capsule, a box or a convex mesh against a convex mesh; a
-capsule, a box or a cylinder against a cylinder), as MuJoCo 4's native convex collision finds them: the penetration normal from GJK and
-EPA (`_convex.py`), then MuJoCo's `multicontact` (engine_collision_gjk.c): the faces
-(or an edge) of both polytopes aligned with the normal, one polygon clipped against
-the other (Sutherland–Hodgman) and cut to at most four points, each with its own
-depth. Everything is fixed-size arrays: jit and vmap friendly."""
+capsule, a box or a cylinder against a cylinder), as MuJoCo 4's native convex
+collision finds them: the penetration normal from GJK and EPA (`_convex.py`), then
+MuJoCo's `multicontact` (engine_collision_gjk.c): the faces (or an edge) of both
+shapes aligned with the normal, one polygon clipped against the other
+(Sutherland–Hodgman) and cut to at most four points, each with its own depth.
+Everything is fixed-size arrays: jit and vmap friendly."""
 
 from typing import NamedTuple
 
