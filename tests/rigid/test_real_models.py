@@ -72,16 +72,6 @@ NAMES += [
         "walker",
     )
 ]
-# Comparisons not known to pass, with the last measured figure (not strict: a pass is
-# reported as such, not failed).
-XFAIL: dict[str, str] = {
-    "dm_control/dog": (
-        "not re-run to 211 steps since its contacts were fixed: with MuJoCo 4's clipped "
-        "capsule–cylinder contacts and mjc_PlaneCapsule's point order (noslip's sweep "
-        "order) it agrees with MuJoCo to 1.7e-14 in qpos through step 36 (2026-11-28; "
-        "before, it parted at step 14)"
-    ),
-}
 
 
 @functools.cache
@@ -192,8 +182,8 @@ def _max_abs(a, b):
 # Runs too slow to compile in CI, run with `SCIAD_FULL_CORPUS=1`.
 FULL_ONLY = {
     "dm_control/dog": (
-        "its 6,277 geom pairs took 13 minutes to compile and 40 minutes for 211 steps "
-        "on 2 loaded cores (measured 2026-11-28)"
+        "its 6,277 geom pairs: 12 minutes to compile and run its 211 steps on 2 quiet "
+        "cores (measured 2026-11-28; it agrees with mj_step over them)"
     ),
     "dm_control/quadruped": (
         "its 279 geom pairs (the height field's 18 prisms against 20 geoms by the general "
@@ -208,8 +198,6 @@ def _param(name):
     if name in FULL_ONLY:
         full = os.environ.get("SCIAD_FULL_CORPUS") == "1"
         marks.append(pytest.mark.skipif(not full, reason=FULL_ONLY[name]))
-    if name in XFAIL:
-        marks.append(pytest.mark.xfail(strict=False, reason=XFAIL[name]))
     return pytest.param(name, marks=marks)
 
 
