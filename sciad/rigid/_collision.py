@@ -28,8 +28,10 @@ from ._narrowphase import (
     _kind,
     _ORDER,
     BATCHED,
+    CLIPPED,
     NEVER_COLLIDE,
     points_per_pair,
+    WITH_MARGIN,
 )
 from ._shapes import Box, Capsule, Cylinder, Plane, Sphere
 
@@ -266,9 +268,6 @@ def find_contacts(
     table = _ExplicitTable(explicit, default, dtype)
     parts = []
     for fn, k, ia, ib, _ in _pair_groups(geoms, pairs):
-        batched = fn if fn in BATCHED else jax.vmap(fn)
-        pts = batched(shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
-        weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
         ea, eb = restitution[ia], restitution[ib]
         imp, fri, dims = _pair_material(ia, ib, priority, condim, friction, own, impedances)
         imp = jnp.where((own[ia] | own[ib])[:, None], imp, default[None]).astype(dtype)
@@ -278,6 +277,11 @@ def find_contacts(
         fref = jnp.zeros((len(ia), 2), dtype)
         mixed = _Material(imp, fri, margin, gap, jnp.maximum(ea, eb), fref)
         (imp, fri, margin, gap, e, fref), dims = table.override(ia, ib, mixed, dims)
+        batched = fn if fn in BATCHED else jax.vmap(fn)
+        args = (shapes(ia), wrot[ia], wpos[ia], shapes(ib), wrot[ib], wpos[ib])
+        # the functions whose points depend on the margin (MuJoCo's keep those within it)
+        pts = batched(*args, margin) if fn in WITH_MARGIN else batched(*args)
+        weight = jnp.ones_like(pts.dist) if pts.weight is None else pts.weight
         fri = fri * jnp.asarray(dims > 1, dtype)[:, None]
         # MuJoCo aligns a capsule's contacts on a plane with the capsule's axis
         axis = wrot[ib][:, :, 2] if fn is _COLLIDE[(Plane, Capsule)][0] else None
@@ -396,17 +400,12 @@ _EXACT_APART = {
     (Sphere, Capsule),
     (Capsule, Capsule),
     (Plane, Cylinder),  # each rim point's height is exact (MuJoCo's points are too)
+    (Sphere, Box),  # mjraw_SphereBox's point, to round-off within a margin
     # mjc_BoxBox's separated contacts (its axis test and face clipping with the margin)
     # are reproduced to round-off within the margin (tests/rigid/test_box_margins.py).
     (Box, Box),
     *_CONVEX_EXACT_APART,
 }
-
-
-# Pairs whose contact sets MuJoCo 4 clips (a cylinder's caps and side, a capsule's
-# segment): with a margin it keeps clipped points out to the margin; sciad keeps the
-# penetrating ones and, apart, the one exact closest point (a warning says so).
-_CLIPPED_WITHIN_MARGIN = {(Capsule, Cylinder), (Box, Cylinder), (Cylinder, Cylinder)}
 
 
 def check_margins(
@@ -416,7 +415,8 @@ def check_margins(
 ) -> None:
     """Refuse a margin or a gap on a pair whose separated distance is not exact (the
     `explicit` pairs' own, the geoms' for the others); warn, once, about one on a pair
-    that MuJoCo 4 clips (capsule, box or cylinder against a cylinder)."""
+    that MuJoCo 4 clips (`CLIPPED`: a box, a capsule or a mesh against a mesh; a
+    capsule, a box or a cylinder against a cylinder)."""
     slot = explicit_slots(explicit, [i for i, _ in pairs], [j for _, j in pairs])
     clipped = []
     for (i, j), k in zip(pairs, slot, strict=True):
@@ -426,7 +426,7 @@ def check_margins(
         if all(is_concrete(x) and float(x) == 0 for x in reach):
             continue
         kinds = (_kind(a.shape), _kind(b.shape))
-        if kinds in _CLIPPED_WITHIN_MARGIN:
+        if kinds in CLIPPED:
             clipped.append(f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}")
         elif kinds not in _EXACT_APART:
             raise ValueError(
@@ -434,19 +434,21 @@ def check_margins(
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
                 "and capsules with each other, boxes and cylinders against planes, boxes "
-                "with each other, and the pairs with an ellipsoid or through the general "
-                "convex collision do; a separated capsule and box get other contacts "
-                "from MuJoCo's mjc_CapsuleBox, which works with the margin)."
+                "with each other and with spheres, meshes against planes, and the pairs "
+                "with an ellipsoid or through the general convex collision do; a "
+                "separated capsule and box get other contacts from MuJoCo's "
+                "mjc_CapsuleBox, which works with the margin)."
             )
     if clipped:
         warnings.warn(
-            f"a margin or gap on {len(clipped)} capsule, box or cylinder pair(s) with a "
-            f"cylinder (first: {clipped[0]}): within it MuJoCo 4 keeps the clipped contact "
-            "points (of a cap, a side line, a capsule's segment) out to the margin and "
-            "moves a capsule's by the margin too (depths up to margin·sin²(tilt) "
-            "shallower); sciad clips as without a margin, keeping the penetrating points "
-            "and, while the geoms are apart, the one exact closest point. The contacts "
-            "differ from MuJoCo's within the margin.",
+            f"a margin or gap on {len(clipped)} clipped pair(s) (first: {clipped[0]}): "
+            "sciad clips them as MuJoCo 4 does, keeping the clipped points within the "
+            "margin, but within it MuJoCo runs its EPA on the geoms inflated by the "
+            "margin (to its tolerance, 1e-6), whose normal can differ from the exact "
+            "separation normal sciad uses by a few hundredths of a radian and then "
+            "select an edge where sciad selects a corner, or other faces: the contact "
+            "sets of separated geoms within the margin can differ from MuJoCo's "
+            "(measured: docs/rigid.md, 'Margins on clipped pairs').",
             UserWarning,
             stacklevel=2,
         )

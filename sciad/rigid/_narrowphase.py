@@ -474,12 +474,12 @@ def _plane_convex(sa, ra, pa, sb, rb, pb) -> _Points:
 PLANE_MESH_CONTACTS = 4
 
 
-def _plane_mesh(sa, ra, pa, sb, rb, pb) -> _Points:
+def _plane_mesh(sa, ra, pa, sb, rb, pb, margin=0.0) -> _Points:
     """Plane–mesh (4 points), as MuJoCo's `mjc_PlaneConvex`: the support vertex against
     the plane's normal, then the other corners of the hull face there most opposed to
     the normal (at most a quadrilateral: `ConvexMesh.face_corners`) that lie below the
-    plane and below the mesh's centre. Points not taken get a positive placeholder
-    distance."""
+    plane's `margin` and below the mesh's centre. Points not taken get a positive
+    placeholder distance."""
     n = ra[:, 2]
     v = sb.vertices
     local = rb.T @ n
@@ -488,7 +488,7 @@ def _plane_mesh(sa, ra, pa, sb, rb, pb) -> _Points:
     pts = jnp.concatenate([v[best][None], v[ids]]) @ rb.T + pb[None]
     p = _plane_points(ra, pa, pts, 0.0)
     below_centre = (pts - pb[None]) @ n <= 0
-    ok = jnp.concatenate([jnp.asarray([True]), exists & (p.dist[1:] <= 0) & below_centre[1:]])
+    ok = jnp.concatenate([jnp.asarray([True]), exists & (p.dist[1:] <= margin) & below_centre[1:]])
     placeholder = jnp.abs(p.dist) + 2 * jax.lax.stop_gradient(sb.bounding_radius())
     return _Points(jnp.where(ok, p.dist, placeholder), p.normal, p.point)
 
@@ -500,19 +500,19 @@ def _convex(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(c.dist[None], c.normal[None], c.point[None])
 
 
-def _polytopes(sa, ra, pa, sb, rb, pb) -> _Points:
+def _polytopes(sa, ra, pa, sb, rb, pb, margin=0.0) -> _Points:
     """Box–mesh, mesh–mesh, capsule–mesh, capsule–cylinder and cylinder–cylinder (5
     points), as MuJoCo 4's `mjc_Convex` with its native convex collision: the general
     convex contact, or, where MuJoCo's `multicontact` finds aligned faces (or an edge
     in a face), up to four points of the one clipped by the other, each with its own
-    depth (`_polyclip.polytope_contacts`)."""
-    return _Points(*polytope_contacts(sa, ra, pa, sb, rb, pb))
+    depth, those within the `margin` (`_polyclip.polytope_contacts`)."""
+    return _Points(*polytope_contacts(sa, ra, pa, sb, rb, pb, margin))
 
 
-def _polytopes_swapped(sa, ra, pa, sb, rb, pb) -> _Points:
+def _polytopes_swapped(sa, ra, pa, sb, rb, pb, margin=0.0) -> _Points:
     """`_polytopes` with b as MuJoCo's first geom (a box against a cylinder: MuJoCo's
     geom order puts the cylinder first, and the clipping rule follows that order)."""
-    dist, normal, point = polytope_contacts(sb, rb, pb, sa, ra, pa)
+    dist, normal, point = polytope_contacts(sb, rb, pb, sa, ra, pa, margin)
     return _Points(dist, -normal, point)
 
 
@@ -525,6 +525,9 @@ def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
 
 # Collision functions that take a batch of pairs themselves (the others are vmapped).
 BATCHED = {_hfield}
+# Collision functions whose points depend on the pair's margin (a last argument): as
+# MuJoCo's, they keep the face corners or clipped points within it.
+WITH_MARGIN = {_plane_mesh, _polytopes, _polytopes_swapped}
 
 
 # Pair kinds: the first shape type sorts first in this order.
@@ -567,8 +570,13 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Capsule, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
 }
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
-# duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo.
-_CONVEX_EXACT_APART = {k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex)}
+# duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo; a plane
+# and a mesh keep the face corners within it, as MuJoCo's (measured to round-off).
+_CONVEX_EXACT_APART = {
+    k for k, (fn, _) in _COLLIDE.items() if fn in (_plane_convex, _convex, _plane_mesh)
+}
+# Pairs clipped as MuJoCo 4 clips them (`polytope_contacts`), within the margin too.
+CLIPPED = {k for k, (fn, _) in _COLLIDE.items() if fn in (_polytopes, _polytopes_swapped)}
 
 
 def points_per_pair(kinds: tuple[type, type], first: AbstractShape) -> tuple[Callable, int]:

@@ -252,12 +252,19 @@ def _compact(x: Array, keep: Array, size: int) -> tuple[Array, Array]:
 
 
 def _clip(
-    face1: Array, n1: Array, face2: Array, n2: Array, normal: Array, depth_n: Array, size: int
+    face1: Array,
+    n1: Array,
+    face2: Array,
+    n2: Array,
+    normal: Array,
+    depth_n: Array,
+    size: int,
+    margin: Array | float,
 ) -> tuple[Array, Array]:
     """MuJoCo's `polygonClip`: the polygon face2 (n2 of its rows) clipped by the planes
     through face1's edges (n1 of them) perpendicular to `normal`, one at a time
-    (Sutherland–Hodgman), then the points above face1's plane dropped: the points
-    (size, 3) and how many."""
+    (Sutherland–Hodgman), then the points more than `margin` above face1's plane
+    dropped: the points (size, 3) and how many."""
     k1 = face1.shape[0]
     v1 = face1
     v2 = jnp.roll(face1, -1, axis=0).at[n1 - 1].set(face1[0])
@@ -285,7 +292,7 @@ def _clip(
         active = e < n1
         poly = jnp.where(active, new, poly)
         count = jnp.where(active, new_count, count)
-    below = ((poly - face1[0][None]) @ depth_n <= 0) & (idx < count)
+    below = ((poly - face1[0][None]) @ depth_n <= margin) & (idx < count)
     return _compact(poly, below, size)
 
 
@@ -369,7 +376,13 @@ class PolyContacts(NamedTuple):
 
 
 def polytope_contacts(
-    sa: AbstractShape, ra: Array, pa: Array, sb: AbstractShape, rb: Array, pb: Array
+    sa: AbstractShape,
+    ra: Array,
+    pa: Array,
+    sb: AbstractShape,
+    rb: Array,
+    pb: Array,
+    margin: Array | float = 0.0,
 ) -> PolyContacts:
     """A capsule, box or convex mesh `sa` against a convex mesh `sb`, or a capsule, box
     or cylinder `sa` against a cylinder `sb` (world rotations (3, 3) and positions (3,)),
@@ -402,6 +415,15 @@ def polytope_contacts(
     its contact sets (`_cylinder_feature`). A capsule is its segment, moved by its
     radius toward b across its axis before it is clipped (MuJoCo 4's points, measured).
 
+    With a `margin` (the pair's, length), the shapes may be apart: the normal is then
+    the exact separation direction, and the clipped points within the margin are kept
+    (MuJoCo 4's, which also lists them). A capsule's segment then moves by its radius
+    plus half the margin and b's face by half the margin, and the depths between these
+    inflated shapes plus the margin are the distances (measured against MuJoCo 4 to
+    round-off). Within the margin MuJoCo's own normal comes from EPA on the shapes
+    inflated by the margin, to its tolerance, so near a feature switch its contact
+    set can differ (docs/rigid.md, "Margins on clipped pairs").
+
     The choices (features, faces, the kept points) are discrete and carry no
     gradient; the points and depths are smooth functions of the poses between them.
     Where MuJoCo's EPA (tolerance 1e-6) ends on a Minkowski face other than the least
@@ -413,6 +435,7 @@ def polytope_contacts(
     - `sa`, `ra`, `pa`: a `Box`, a `ConvexMesh`, a `Capsule` or a `Cylinder`, its
       rotation `(3, 3)` and position `(3,)` (length).
     - `sb`, `rb`, `pb`: a `ConvexMesh` or a `Cylinder`, its rotation and position.
+    - `margin`: the pair's margin (length, ≥ 0; a traced scalar is fine).
 
     **Returns:** `PolyContacts(dist (5,), normal (5, 3), point (5, 3))`: signed
     distances (length; negative: penetration), unit normals from a to b, and points
@@ -485,13 +508,18 @@ def polytope_contacts(
     n2 = jnp.where(mode_ea | mode_eb, two, count_a)
     plane_n = jnp.where(mode_ff, -na, jnp.where(mode_eb, na, nb))
     depth_n = jnp.where(mode_eb, na, nb)
+    inflate = 0.0
     if isinstance(sa, Capsule):
-        # a capsule's segment moves by its radius toward b (MuJoCo 4: along the contact
-        # normal less its part along the axis), then is clipped
+        # a capsule's segment moves by its radius and half the margin toward b (MuJoCo
+        # 4: along the contact normal less its part along the axis), b's face by half
+        # the margin along its normal, then the segment is clipped; the depths are
+        # between these inflated geoms, plus the margin (measured against MuJoCo 4)
         axis = ra[:, 2]
         across = first.normal - (first.normal @ axis) * axis
-        face2 = face2.at[:2].add(sa.radius * across[None])
-    poly, count = _clip(face1, n1, face2, n2, plane_n, depth_n, size)
+        face2 = face2.at[:2].add((sa.radius + 0.5 * margin) * across[None])
+        face1 = face1 + 0.5 * margin * depth_n[None]
+        inflate = margin
+    poly, count = _clip(face1, n1, face2, n2, plane_n, depth_n, size, margin - inflate)
     quad = _quad(jax.lax.stop_gradient(poly), count)
     far = _farthest_two(jax.lax.stop_gradient(poly), count)
     k = jnp.arange(CLIP_CONTACTS, dtype=jnp.int32)
@@ -504,7 +532,8 @@ def polytope_contacts(
     active = (mode_ff | mode_ea | mode_eb) & (k < n_out)
     v = poly[pick]
     depth = (v - face1[0][None]) @ depth_n
-    mid = v + 0.5 * jnp.abs(depth)[:, None] * depth_n[None]
+    mid = v - 0.5 * depth[:, None] * depth_n[None]
+    depth = depth + inflate
     cnormal = jnp.where(on_b_face, -depth_n, depth_n)
     clipped = jnp.any(active)
     placeholder = jnp.abs(first.dist) + 2 * scale

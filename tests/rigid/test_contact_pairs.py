@@ -284,7 +284,8 @@ def test_multibody_refuses_bad_pairs():
     """Unknown or ambiguous geom names, two world geoms, a wrong item
     type, a margin or gap on a pair whose separated distance is inexact (capsule–box),
     and a negative geom gap: precise errors at construction; a margin on a pair that
-    MuJoCo 4 clips (capsule–cylinder): a warning."""
+    MuJoCo 4 clips (capsule–cylinder): a warning (its contact sets within the margin
+    can differ from MuJoCo's: test_clip_margins.py)."""
     bodies, geoms = _two_balls()
 
     def build(*pairs, geoms=geoms[:3]):
@@ -305,7 +306,9 @@ def test_multibody_refuses_bad_pairs():
         build(rigid.ContactPair("box", "cap", gap=0.01), geoms=[box, cap])
     # MuJoCo 4's clipped cylinder pairs keep other points within a margin: a warning
     disc = rigid.Geom(rigid.Cylinder(0.2, 0.01), body="a", name="disc", margin=0.01)
-    with pytest.warns(UserWarning, match="margin or gap on 1 capsule.*first: geom 'cap'.*differ"):
+    with pytest.warns(
+        UserWarning, match="margin or gap on 1 clipped pair.*first: geom 'cap'.*differ"
+    ):
         rigid.MultiBody(bodies, geoms=[disc, cap])
     with pytest.raises(ValueError, match="gap"):
         rigid.Geom(rigid.Sphere(0.1), gap=-1.0)

@@ -5,6 +5,7 @@ properties, a mesh dropped on a plane beside `mj_step`, gradients through a mesh
 contact, and refusals."""
 
 import functools
+import warnings
 
 import equinox as eqx
 import jax
@@ -309,8 +310,9 @@ def position_jacobians(mj, q, v0, steps: int):
 
 def test_refusals():
     """Bad vertices raise precise errors before tracing; a cylinder–mesh pair is
-    refused naming the geoms; a margin on a plane–mesh or a capsule–mesh pair is
-    refused."""
+    refused naming the geoms; a margin on a plane–mesh pair loads silently (its
+    contacts are MuJoCo's: test_clip_margins.py), on a capsule–mesh pair with a
+    warning."""
     with pytest.raises(ValueError, match=r"at least 4 points"):
         rigid.ConvexMesh(jnp.zeros((3, 3)))
     with pytest.raises(ValueError, match=r"shape \(N, 3\); got \(4, 2\)"):
@@ -326,9 +328,15 @@ def test_refusals():
     </body></worldbody></mujoco>"""
     with pytest.raises(ValueError, match=r"no collision function for geom '(g|rock)'"):
         rigid.load_mjcf(xml)
-    for other in ('type="plane" size="1 1 1"', 'type="capsule" size="0.1 0.1"'):
+    # a margin: on a plane–mesh pair it acts as MuJoCo's, on a clipped pair it warns
+    for other, warns in (
+        ('type="plane" size="1 1 1"', False),
+        ('type="capsule" size=".1 .1"', True),
+    ):
         xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom {other}/>
         <body pos="0 0 1"><freejoint/><geom type="mesh" mesh="m" margin="0.01"/></body>
         </worldbody></mujoco>"""
-        with pytest.raises(ValueError, match="a margin"):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
             rigid.load_mjcf(xml)
+        assert len([w for w in record if "clipped pair" in str(w.message)]) == warns

@@ -553,13 +553,13 @@ UNSUPPORTED = {
         r"no collision function for geom 'terrain' \(HeightField on the world\) against "
         r"geom 'cube' \(Box on body 'b'\)",
     ),
-    "geom margin on a box pair": (
+    "geom margin on a capsule–box pair": (
         _world(
             '<body name="a" pos="0 0 1"><freejoint/><geom name="box" type="box" size="0.1 0.1 0.1"/>'
-            '</body><body name="b" pos="0 0 1.1"><freejoint/><geom name="ball" size="0.1" '
-            'margin="0.01"/></body>'
+            '</body><body name="b" pos="0 0 1.1"><freejoint/><geom name="rod" type="capsule" '
+            'size="0.05 0.1" margin="0.01"/></body>'
         ),
-        r"geom 'ball' \(Sphere on body 'b'\) and geom 'box' \(Box on body 'a'\): a margin",
+        r"geom 'rod' \(Capsule on body 'b'\) and geom 'box' \(Box on body 'a'\): a margin",
     ),
     "ball joint stiffness": (
         _world(
