@@ -31,6 +31,7 @@ from ._narrowphase import (
     CLIPPED,
     NEVER_COLLIDE,
     points_per_pair,
+    RIM_PAIRS,
     WITH_MARGIN,
 )
 from ._shapes import Box, Capsule, Cylinder, Plane, Sphere
@@ -401,6 +402,8 @@ _EXACT_APART = {
     (Capsule, Capsule),
     (Plane, Cylinder),  # each rim point's height is exact (MuJoCo's points are too)
     (Sphere, Box),  # mjraw_SphereBox's point, to round-off within a margin
+    (Capsule, Box),  # mjraw_CapsuleBox's points, to round-off within a margin
+    (Sphere, Cylinder),  # the closed form's nearest point (side, cap or rim) apart too
     # mjc_BoxBox's separated contacts (its axis test and face clipping with the margin)
     # are reproduced to round-off within the margin (tests/rigid/test_box_margins.py).
     (Box, Box),
@@ -408,24 +411,27 @@ _EXACT_APART = {
 }
 
 
-def check_margins(
+def check_pairs(
     geoms: Sequence[Geom],
     pairs: Sequence[tuple[int, int]],
     explicit: Sequence[tuple[tuple[int, int], ContactPair]] = (),
 ) -> None:
     """Refuse a margin or a gap on a pair whose separated distance is not exact (the
     `explicit` pairs' own, the geoms' for the others); warn, once, about one on a pair
-    that MuJoCo 4 clips (`CLIPPED`: a box, a capsule or a mesh against a mesh; a
-    capsule, a box or a cylinder against a cylinder)."""
+    that MuJoCo 4 clips (`CLIPPED`: a box, a capsule, a cylinder or a mesh against a
+    mesh; a capsule, a box or a cylinder against a cylinder), and, once, about
+    cylinder–mesh pairs (`RIM_PAIRS`)."""
     slot = explicit_slots(explicit, [i for i, _ in pairs], [j for _, j in pairs])
-    clipped = []
+    clipped, rim = [], []
     for (i, j), k in zip(pairs, slot, strict=True):
         a, b = geoms[i], geoms[j]
+        kinds = (_kind(a.shape), _kind(b.shape))
+        if kinds in RIM_PAIRS:
+            rim.append(f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}")
         cp = explicit[k][1] if k >= 0 else None
         reach = (a.margin, b.margin, a.gap, b.gap) if cp is None else (cp.margin, cp.gap)
         if all(is_concrete(x) and float(x) == 0 for x in reach):
             continue
-        kinds = (_kind(a.shape), _kind(b.shape))
         if kinds in CLIPPED:
             clipped.append(f"{_geom_label(geoms, i)} and {_geom_label(geoms, j)}")
         elif kinds not in _EXACT_APART:
@@ -434,10 +440,9 @@ def check_margins(
                 f"needs the distance of separated geoms, which the {kinds[0].__name__}–"
                 f"{kinds[1].__name__} contact does not compute exactly (planes, spheres "
                 "and capsules with each other, boxes and cylinders against planes, boxes "
-                "with each other and with spheres, meshes against planes, and the pairs "
-                "with an ellipsoid or through the general convex collision do; a "
-                "separated capsule and box get other contacts from MuJoCo's "
-                "mjc_CapsuleBox, which works with the margin)."
+                "with each other and with spheres and capsules, a sphere and a cylinder, "
+                "meshes against planes, and the pairs with an ellipsoid or through the "
+                "general convex collision do; a height field's prisms do not)."
             )
     if clipped:
         warnings.warn(
@@ -449,6 +454,20 @@ def check_margins(
             "select an edge where sciad selects a corner, or other faces: the contact "
             "sets of separated geoms within the margin can differ from MuJoCo's "
             "(measured: docs/rigid.md, 'Margins on clipped pairs').",
+            UserWarning,
+            stacklevel=2,
+        )
+    if rim:
+        warnings.warn(
+            f"{len(rim)} cylinder–mesh pair(s) (first: {rim[0]}): sciad clips them as "
+            "MuJoCo 4 does, but where a mesh's corner or edge rests on the cylinder's "
+            "rim MuJoCo selects the features by its EPA's normal (to its tolerance, "
+            "1e-6; a few hundredths of a radian from the exact normal sciad uses there) "
+            "and can clip a mesh edge into two points where sciad finds one (measured: "
+            "6 of 16 resting poses of a rock near a disc's rim; away from it a "
+            "cylinder lying on a mesh and a mesh on a cap give MuJoCo's contacts, "
+            "except which four of more clipped corners are kept, as against a box: "
+            "docs/rigid.md).",
             UserWarning,
             stacklevel=2,
         )

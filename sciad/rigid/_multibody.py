@@ -25,7 +25,7 @@ from ._actuators import (
 )
 from ._body import Body
 from ._collision import (
-    check_margins,
+    check_pairs,
     contact_frames,
     contact_jacobian,
     contact_pairs,
@@ -390,7 +390,7 @@ class MultiBody(AbstractModel):
         # explicit pairs come last, in their order
         self.pair_geoms = self.pairs[len(self.pairs) - len(explicit) :]
         self.contact_pairs = explicit
-        check_margins(geoms, self.pairs, self.explicit_pairs())
+        check_pairs(geoms, self.pairs, self.explicit_pairs())
 
     def explicit_pairs(self) -> tuple[tuple[tuple[int, int], ContactPair], ...]:
         """The explicit pairs as ((i, j), `ContactPair`), geoms i and j in the order of

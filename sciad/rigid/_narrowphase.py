@@ -10,6 +10,7 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross, safe_norm
+from ._capsule_box import capsule_box_centres, MINVAL
 from ._convex import convex_contact
 from ._hfield import HeightField, hfield_points
 from ._mesh import ConvexMesh
@@ -74,13 +75,16 @@ def _point_box(p: Array, rot: Array, pos: Array, half: Array) -> tuple[Array, Ar
 
 
 def _local_point_box(local: Array, half: Array) -> tuple[Array, Array]:
-    """`_point_box` for points (K, 3) in the box's frame; the normal in that frame."""
+    """`_point_box` for points (K, 3) in the box's frame; the normal in that frame. A
+    point on the surface, or within MuJoCo's `mjMINVAL` of it outside, is inside (as
+    in `mjraw_SphereBox`), with the nearest face's normal: the first of −x, +x, −y, …
+    at a tie."""
     clamped = jnp.clip(local, -half[None], half[None])
     outside_dist, outside_n = _unit(local - clamped, jnp.zeros_like(local))
-    depth = half[None] - jnp.abs(local)  # (K, 3), all positive inside
+    depth = half[None] - jnp.abs(local)  # (K, 3), all non-negative inside
     k = jnp.argmin(depth, axis=-1)
-    face = jax.nn.one_hot(k, 3, dtype=local.dtype) * jnp.where(local >= 0, 1.0, -1.0)
-    inside = jnp.all(depth > 0, axis=-1)
+    face = jax.nn.one_hot(k, 3, dtype=local.dtype) * jnp.where(local > 0, 1.0, -1.0)
+    inside = outside_dist <= MINVAL
     phi = jnp.where(inside, -jnp.min(depth, axis=-1), outside_dist)
     return phi, jnp.where(inside[:, None], face, outside_n)
 
@@ -240,80 +244,16 @@ def _sphere_cylinder(sa, ra, pa, sb, rb, pb) -> _Points:
     return _Points(phi[None], n[None], (pa + n * (sa.radius + 0.5 * phi))[None])
 
 
-def _segment_box_deepest(x0: Array, d: Array, half: Array, crossings: Array) -> Array:
-    """The parameter t ∈ [0, 1] minimising the box's signed distance along the segment
-    x0 + t d (box frame), exactly: the distance is convex along a line, and its
-    minimiser is among the ends, the crossings of the six face planes, the minimiser
-    of the squared distance on each piece between crossings (a quadratic), and, inside
-    the box, the kinks where two faces are equally deep. `crossings` (2, 3): the t at
-    which each coordinate reaches −half and +half."""
-    knots = jnp.sort(
-        jnp.clip(jnp.concatenate([jnp.asarray([0.0, 1.0], d.dtype), crossings.reshape(6)]), 0, 1)
-    )
-    # Each piece between knots clamps a fixed set of coordinates: minimise its quadratic.
-    mid = 0.5 * (knots[:-1] + knots[1:])  # (7,)
-    local = x0[None] + mid[:, None] * d[None]
-    target = jnp.clip(local, -half[None], half[None])  # the clamp values on the piece
-    clamped = jnp.abs(local) > half[None]
-    dd = jnp.where(clamped, d[None], 0.0)
-    num = jnp.sum(dd * (target - x0[None]), axis=-1)
-    den = jnp.sum(dd * dd, axis=-1)
-    piece = jnp.clip(num / jnp.where(den > 0, den, 1.0), knots[:-1], knots[1:])
-    # Kinks inside: s_j x_j − h_j = s_k x_k − h_k for the pairs (j, k) and signs.
-    j, k = np.array([0, 0, 1]), np.array([1, 2, 2])
-    sj = np.array([1.0, 1.0, -1.0, -1.0])[:, None]
-    sk = np.array([1.0, -1.0, 1.0, -1.0])[:, None]
-    den = sj * d[j][None] - sk * d[k][None]  # (4 signs, 3 pairs)
-    num = (half[j] - half[k])[None] - sj * x0[j][None] + sk * x0[k][None]
-    kinks = jnp.clip((num / jnp.where(jnp.abs(den) > 1e-30, den, 1.0)).reshape(12), 0, 1)
-    t = jnp.concatenate([knots, piece, kinks])
-    depth = _local_point_box(x0[None] + t[:, None] * d[None], half)[0]
-    return t[jnp.argmin(depth)]
-
-
-def _capsule_box(sa, ra, pa, sb, rb, pb) -> _Points:
-    """Capsule–box (3 points). The segment point deepest in the box, t*, is found
-    exactly (`_segment_box_deepest`); the box feature nearest to it (a face, an edge
-    or a corner) leaves the segment free along its own directions (two, one, none),
-    and the segment is clipped to that feature's extent: [t_lo, t_hi] ∋ t*. The
-    contacts are spheres of the capsule's radius against the box at t_lo and t_hi
-    (a capsule lying on a face or along an edge rests on two points, where it leaves
-    the face or edge), and at t* if it is deeper than both (a capsule pressed into
-    the box); duplicates are inactive."""
+def _capsule_box(sa, ra, pa, sb, rb, pb, margin=0.0) -> _Points:
+    """Capsule–box (2 points), as MuJoCo's `mjraw_CapsuleBox`: spheres of the
+    capsule's radius against the box at the segment point nearest to the box and at
+    MuJoCo's second point (`_capsule_box.capsule_box_centres`), those it collides;
+    the others get a positive placeholder distance."""
     half = sb.half_extents
-    p0, p1 = _segment(ra, pa, sa.half_length)
-    x0 = (p0 - pb) @ rb
-    d = (p1 - p0) @ rb
-    tiny = 1e-30
-    moving = jnp.abs(d) > tiny
-    safe = jnp.where(moving, d, tiny)
-    a, b = (-half - x0) / safe, (half - x0) / safe  # where each coordinate meets ∓half
-    t_star = _segment_box_deepest(x0, d, half, jnp.stack([a, b]))
-    at = x0 + t_star * d
-    scale = jnp.sum(half) + sa.radius
-    tol = _round_off(d.dtype)  # in t and in depths (relative)
-    # The nearest feature's directions. A face's extent is closed, with a margin for
-    # round-off: t* often lies exactly where the segment leaves a face (a level
-    # capsule's deepest points end there), and a test decided by the last bit there
-    # could pick an edge instead, a different contact set, in one evaluation of the
-    # step and the face in another (the forward pass and the recomputation under
-    # `jax.checkpoint`): reverse mode was then wrong on a symmetric pose.
-    free = jnp.abs(at) <= half + tol * scale
-    inside = jnp.all(free)
-    face_axis = jnp.argmin(half - jnp.abs(at))
-    free = jnp.where(inside, jnp.arange(3) != face_axis, free)
-    lo = jnp.where(free & moving, jnp.minimum(a, b), 0.0)
-    hi = jnp.where(free & moving, jnp.maximum(a, b), 1.0)
-    none_free = ~jnp.any(free)
-    t_lo = jnp.where(none_free, t_star, jnp.clip(jnp.max(lo), 0.0, t_star))
-    t_hi = jnp.where(none_free, t_star, jnp.clip(jnp.min(hi), t_star, 1.0))
-    t = jnp.stack([t_lo, t_hi, t_star])
-    spheres = _spheres_box(p0[None] + t[:, None] * (p1 - p0)[None], sa.radius, rb, pb, half)
-    duplicate_hi = t_hi - t_lo <= tol
-    shallow_star = spheres.dist[2] >= jnp.minimum(spheres.dist[0], spheres.dist[1]) - tol * scale
-    off = jnp.stack([jnp.asarray(False), duplicate_hi, shallow_star])
-    placeholder = jnp.abs(spheres.dist) + 2 * scale
-    return _Points(jnp.where(off, placeholder, spheres.dist), spheres.normal, spheres.point)
+    centres, on = capsule_box_centres(pa, ra, sa.radius, sa.half_length, pb, rb, half, margin)
+    spheres = _spheres_box(centres, sa.radius, rb, pb, half)
+    placeholder = jnp.abs(spheres.dist) + 2 * (jnp.sum(half) + sa.radius) + margin
+    return _Points(jnp.where(on, spheres.dist, placeholder), spheres.normal, spheres.point)
 
 
 class _Frame(NamedTuple):
@@ -527,7 +467,7 @@ def _hfield(sa, ra, pa, sb, rb, pb) -> _Points:
 BATCHED = {_hfield}
 # Collision functions whose points depend on the pair's margin (a last argument): as
 # MuJoCo's, they keep the face corners or clipped points within it.
-WITH_MARGIN = {_plane_mesh, _polytopes, _polytopes_swapped}
+WITH_MARGIN = {_plane_mesh, _capsule_box, _polytopes, _polytopes_swapped}
 
 
 # Pair kinds: the first shape type sorts first in this order.
@@ -545,7 +485,7 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Sphere, Capsule): (_sphere_capsule, 1),
     (Capsule, Capsule): (_capsule_capsule, 3),
     (Sphere, Box): (_sphere_box, 1),
-    (Capsule, Box): (_capsule_box, 3),
+    (Capsule, Box): (_capsule_box, 2),
     (Sphere, Cylinder): (_sphere_cylinder, 1),
     (Box, Box): (_box_box, 25),
     (Plane, Ellipsoid): (_plane_convex, 1),
@@ -559,16 +499,20 @@ _COLLIDE: dict[tuple[type, type], tuple[Callable, int | None]] = {
     (Cylinder, Cylinder): (_polytopes, 1 + CLIP_CONTACTS),
     **{(HeightField, kind): (_hfield, None) for kind in _HFIELD_CONVEX},
     # meshes, as MuJoCo's table: mjc_PlaneConvex, mjc_Convex with a sphere or an
-    # ellipsoid (one point), with a capsule, a box or a mesh (multicontact's clipped
-    # polygons). A cylinder against a mesh is not supported: MuJoCo 4's feature choice
-    # there (a mesh's edge on a cap) is not reproduced.
+    # ellipsoid (one point), with a capsule, a box, a cylinder or a mesh
+    # (multicontact's clipped polygons; a cylinder with a warning, `RIM_PAIRS`).
     (Plane, ConvexMesh): (_plane_mesh, PLANE_MESH_CONTACTS),
     (Sphere, ConvexMesh): (_convex, 1),
     (Ellipsoid, ConvexMesh): (_convex, 1),
     (Box, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
     (ConvexMesh, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
     (Capsule, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
+    (Cylinder, ConvexMesh): (_polytopes, 1 + CLIP_CONTACTS),
 }
+# Pairs whose contacts on a cylinder's rim MuJoCo 4 chooses by its EPA's normal (to
+# its tolerance): a mesh's corner or edge there can be clipped as an edge (two points)
+# where sciad, with the exact normal, finds one (`check_pairs` warns).
+RIM_PAIRS = {(Cylinder, ConvexMesh)}
 # The new pairs' distances are exact apart (the plane's support point; GJK to a
 # duality gap of 1e-13 of the shapes' size), so a margin acts as in MuJoCo; a plane
 # and a mesh keep the face corners within it, as MuJoCo's (measured to round-off).

@@ -269,7 +269,10 @@ def _clip(
     v1 = face1
     v2 = jnp.roll(face1, -1, axis=0).at[n1 - 1].set(face1[0])
     pn = jnp.cross(v2 - v1, normal[None])
-    pn = pn / jnp.sqrt(jnp.sum(pn**2, axis=-1, keepdims=True))
+    # the padding's edges have no length (and are not used): a zero plane, not 0/0,
+    # whose NaN would reach every gradient through the masks
+    norm2 = jnp.sum(pn**2, axis=-1, keepdims=True)
+    pn = jnp.where(norm2 > 0, pn / jnp.sqrt(jnp.where(norm2 > 0, norm2, 1.0)), 0.0)
     pd = jnp.sum(pn * v1, axis=-1)
     poly = jnp.zeros((size, 3), face1.dtype).at[: face2.shape[0]].set(face2)
     count = n2

@@ -1,8 +1,7 @@
-"""Geom margins and gaps on box–box pairs with MuJoCo C as the reference: the contact
-lists of `mj_collision` for random separated-within-margin and penetrating poses, a run
-of boxes with margins settling on a box beside `mj_step`, and gradients through
-margin contacts against central differences. (Capsule–box margins stay refused:
-MuJoCo's mjc_CapsuleBox gives separated geoms other contacts.)"""
+"""Geom margins and gaps on box–box and capsule–box pairs with MuJoCo C as the
+reference: the contact lists of `mj_collision` for random separated-within-margin and
+penetrating poses, a run of boxes and a capsule with margins settling on a box beside
+`mj_step`, and gradients through margin contacts against central differences."""
 
 import equinox as eqx
 import jax
@@ -21,23 +20,36 @@ mujoco = pytest.importorskip("mujoco")
 
 TIGHT = 'tolerance="1e-15" iterations="500" ls_tolerance="1e-12"'
 
-# A fixed box and a free box, both with a margin (MuJoCo takes the larger) and a gap.
-PAIR = """<mujoco><worldbody>
+# A fixed box and a free box or capsule, both with a margin (MuJoCo adds them) and a
+# gap (MuJoCo takes the larger).
+FREE = {
+    "box": 'type="box" size="0.05 0.07 0.04"',
+    "capsule": 'type="capsule" size="0.03 0.08"',
+}
+
+
+def _pair(kind):
+    return f"""<mujoco><worldbody>
 <geom name="a" type="box" size="0.1 0.08 0.06" margin="0.02" gap="0.004"/>
-<body name="b" pos="0 0 0.3"><freejoint/><geom name="b" type="box"
-    size="0.05 0.07 0.04" margin="0.01" gap="0.002"/></body></worldbody></mujoco>"""
+<body name="b" pos="0 0 0.3"><freejoint/><geom name="b" {FREE[kind]}
+    margin="0.01" gap="0.002"/></body></worldbody></mujoco>"""
+
 
 _contacts = eqx.filter_jit(lambda model, q: model.contacts(q))
 
 
-def _poses(m, d, rng, n, level):
-    """`n` poses of the free box: a random orientation (nearly level if `level`), moved
-    along a random direction to touch the fixed box (bisection on mj_geomDistance),
-    then by an offset in [−0.01, 0.025] (penetrating to beyond margin + gap)."""
+def _poses(m, d, rng, n, level, lying=False, deepest=0.01):
+    """`n` poses of the free geom: a random orientation (nearly level if `level`;
+    turned to lie along x first if `lying`), moved along a random direction to touch
+    the fixed box (bisection on mj_geomDistance), then by an offset in
+    [−`deepest`, 0.025] (penetrating to beyond margin + gap)."""
     out = []
     while len(out) < n:
         if level:
             quat = np.r_[1.0, 0.05 * rng.normal(size=3)]
+            if lying:  # (w, x, y, z) ⊗ a quarter turn about y
+                w, x, y, z = quat
+                quat = np.r_[w - y, x + z, y + w, z - x]
         else:
             quat = rng.normal(size=4)
         quat /= np.linalg.norm(quat)
@@ -52,23 +64,29 @@ def _poses(m, d, rng, n, level):
                 lo = mid
             else:
                 hi = mid
-        out.append(np.r_[(hi + rng.uniform(-0.01, 0.025)) * u, quat])
+        out.append(np.r_[(hi + rng.uniform(-deepest, 0.025)) * u, quat])
     return out
 
 
+@pytest.mark.parametrize("kind", ["box", "capsule"])
 @pytest.mark.parametrize("level", [False, True])
-def test_box_box_contacts_match_mj_collision(level):
-    """For 120 random poses (edge–edge, edge–face, corner–face; or nearly level,
-    face–face patches), mj_collision's contacts are exactly sciad's candidates with
-    dist < gap: count, distance (plus the margin), position, normal and activity, to
-    1e-12 (measured: 1e-16 in distance, 4e-16 in position and normal). Both separated
-    (within margin and gap) and penetrating poses occur."""
-    m = mujoco.MjModel.from_xml_string(PAIR)
+def test_margin_contacts_match_mj_collision(kind, level):
+    """For 120 random poses of a box (edge–edge, edge–face, corner–face; or nearly
+    level, face–face patches) or a capsule (any orientation, its segment's end inside
+    the box for the deepest; or lying nearly level, on a face, along or across an
+    edge), mj_collision's contacts are exactly sciad's candidates with dist < gap:
+    count, distance (plus the margin), position, normal and activity, to 1e-12
+    (measured: boxes 6e-17 in distance, 1.9e-15 in position, 4.4e-16 in normal;
+    capsules 2.8e-17, 2.4e-15 and 9.9e-14). Both separated (within margin and gap) and penetrating poses
+    occur, and for the capsule both one and two contacts."""
+    m = mujoco.MjModel.from_xml_string(_pair(kind))
     d = mujoco.MjData(m)
     mj = rigid.from_mujoco(m)
     pts = _points(mj.model)
-    kinds = {"apart": 0, "excluded": 0, "penetrating": 0}
-    for qpos in _poses(m, d, np.random.default_rng(int(level)), 120, level):
+    kinds = {"apart": 0, "excluded": 0, "penetrating": 0, "one": 0, "two": 0}
+    capsule = kind == "capsule"
+    rng = np.random.default_rng(int(level) + 2 * capsule)
+    for qpos in _poses(m, d, rng, 120, level, capsule, 0.06 if capsule else 0.01):
         d.qpos[:] = qpos
         mujoco.mj_forward(m, d)
         c = _contacts(mj.model, jnp.asarray(qpos))
@@ -86,10 +104,14 @@ def test_box_box_contacts_match_mj_collision(level):
             kinds["excluded"] += int(con.exclude)
             kinds["apart"] += int(0 < con.dist < con.includemargin)
             kinds["penetrating"] += int(con.dist < 0)
-    assert min(kinds.values()) >= 3, kinds
+        kinds["one"] += d.ncon == 1
+        kinds["two"] += d.ncon == 2
+    needed = ["apart", "penetrating", "one", "two"] + ([] if capsule else ["excluded"])
+    assert min(kinds[k] for k in needed) >= 3, kinds
 
 
-# Boxes with margins (and a gap) dropped onto a fixed box, one spinning, one tilted.
+# Boxes with margins (and a gap) dropped onto a fixed box, one spinning, one tilted,
+# and a capsule, nearly level, dropped onto its end and rolling.
 STACK = f"""<mujoco><option timestep="0.002" cone="elliptic" {TIGHT}/><worldbody>
 <geom name="table" type="box" size="0.4 0.4 0.05" pos="0 0 -0.05" margin="0.002"/>
 <body name="b1" pos="0.1 0 0.06"><freejoint/><geom type="box" size="0.04 0.03 0.05"
@@ -98,14 +120,16 @@ STACK = f"""<mujoco><option timestep="0.002" cone="elliptic" {TIGHT}/><worldbody
     size="0.05 0.05 0.02" margin="0.001" mass="0.2"/></body>
 <body name="b3" pos="0.1 0.02 0.17" euler="0 0 30"><freejoint/><geom type="box"
     size="0.03 0.03 0.03" margin="0.004" mass="0.1"/></body>
+<body name="rod" pos="0 -0.2 0.04" euler="88 0 20"><freejoint/><geom type="capsule"
+    size="0.02 0.1" margin="0.003" gap="0.001" mass="0.2"/></body>
 </worldbody></mujoco>"""
 
 
 def test_box_stack_run_matches_mj_step():
-    """300 steps (0.6 s) of three boxes with margins falling onto a box and onto each
-    other, beside mj_step: max |Δqpos| < 1e-11, |Δqvel| < 1e-12 (measured: 3.0e-13 and
-    1.0e-15). Margin contacts act: MuJoCo reports active contacts with
-    dist > 0."""
+    """300 steps (0.6 s) of three boxes and a capsule with margins falling onto a box
+    and onto each other, beside mj_step: max |Δqpos| < 1e-11, |Δqvel| < 1e-12
+    (measured: 3.0e-13 and 1.2e-15). Margin contacts act: MuJoCo reports active
+    contacts with dist > 0 (the capsule's: 540, on two points for 271 steps)."""
     m = mujoco.MjModel.from_xml_string(STACK)
     d = mujoco.MjData(m)
     mj = rigid.from_mujoco(m)

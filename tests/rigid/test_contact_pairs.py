@@ -282,7 +282,8 @@ def test_contact_pair_refuses_bad_parameters(kwargs, error, match):
 
 def test_multibody_refuses_bad_pairs():
     """Unknown or ambiguous geom names, two world geoms, a wrong item
-    type, a margin or gap on a pair whose separated distance is inexact (capsule–box),
+    type, a margin or gap on a pair whose separated distance is inexact (a height
+    field's prisms against a capsule),
     and a negative geom gap: precise errors at construction; a margin on a pair that
     MuJoCo 4 clips (capsule–cylinder): a warning (its contact sets within the margin
     can differ from MuJoCo's: test_clip_margins.py)."""
@@ -300,10 +301,10 @@ def test_multibody_refuses_bad_pairs():
     wall = rigid.Geom(rigid.Plane(), name="wall", pos=(1.0, 0.0, 0.0))
     with pytest.raises(ValueError, match="both geoms are fixed to the world"):
         build(rigid.ContactPair("floor", "wall"), geoms=[*geoms[:3], wall])
-    box = rigid.Geom(rigid.Box(jnp.full(3, 0.1)), body="a", name="box")
+    terrain = rigid.Geom(rigid.HeightField(jnp.zeros((5, 5)), (1.0, 1.0, 0.1, 0.1)), name="h")
     cap = rigid.Geom(rigid.Capsule(0.05, 0.1), body="b", name="cap")
-    with pytest.raises(ValueError, match="margin or gap.*Capsule–Box"):
-        build(rigid.ContactPair("box", "cap", gap=0.01), geoms=[box, cap])
+    with pytest.raises(ValueError, match="margin or gap.*HeightField–Capsule"):
+        build(rigid.ContactPair("h", "cap", gap=0.01), geoms=[terrain, cap])
     # MuJoCo 4's clipped cylinder pairs keep other points within a margin: a warning
     disc = rigid.Geom(rigid.Cylinder(0.2, 0.01), body="a", name="disc", margin=0.01)
     with pytest.warns(

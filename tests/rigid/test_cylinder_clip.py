@@ -1,9 +1,10 @@
-"""Capsule–cylinder, box–cylinder and cylinder–cylinder contact sets against MuJoCo
-4's `mj_collision` at resting poses (a cap's 16-gon, a cylinder's side line and a
-capsule's segment clipped as MuJoCo 4 clips them), and gradients through the clipped
-points against central differences."""
+"""Capsule–cylinder, box–cylinder, cylinder–cylinder and cylinder–mesh contact sets
+against MuJoCo 4's `mj_collision` at resting poses (a cap's 16-gon, a cylinder's side
+line and a capsule's segment clipped as MuJoCo 4 clips them), and gradients through
+the clipped points against central differences."""
 
 import functools
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +14,8 @@ import pytest
 import sciad.rigid as rigid
 from sciad.rigid._narrowphase import _COLLIDE, _kind, _ORDER
 
+from .test_mesh_clip import _assets
+
 mujoco = pytest.importorskip("mujoco")
 Rotation = pytest.importorskip("scipy.spatial.transform").Rotation
 
@@ -21,6 +24,10 @@ GEOMS = {
     "cylinder": ('type="cylinder" size=".06 .04"', lambda: rigid.Cylinder(0.06, 0.04)),
     "box": ('type="box" size=".07 .05 .03"', lambda: rigid.Box(jnp.asarray([0.07, 0.05, 0.03]))),
     "disc": ('type="cylinder" size=".12 .01"', lambda: rigid.Cylinder(0.12, 0.01)),
+    # meshes: their shapes are MuJoCo's processed hulls (`from_mujoco`'s)
+    "cube": ('type="mesh" mesh="cube"', None),
+    "rock": ('type="mesh" mesh="rock"', None),
+    "slab": ('type="mesh" mesh="slab"', None),
 }
 # (the world's geom, the free geom lying on it, the free geom's resting orientation)
 CASES = {
@@ -29,15 +36,23 @@ CASES = {
     "box on a disc": ("disc", "box", (0.0, 0.0, 0.0)),
     "cylinder on its side on a box": ("box", "cylinder", (np.pi / 2, 0.0, 0.0)),
     "cylinder standing on a box": ("box", "cylinder", (0.0, 0.0, 0.0)),
+    "cube on a disc": ("disc", "cube", (0.0, 0.0, 0.0)),
+    "rock on a disc": ("disc", "rock", (0.0, 0.0, 0.0)),
+    "cylinder on its side on a slab": ("slab", "cylinder", (np.pi / 2, 0.0, 0.0)),
 }
 
 
 @functools.cache
 def _scene(base: str, top: str):
-    xml = f"""<mujoco><worldbody><geom {GEOMS[base][0]}/>
+    xml = f"""<mujoco>{_assets()}<worldbody><geom {GEOMS[base][0]}/>
     <body><freejoint/><geom {GEOMS[top][0]}/></body></worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
-    shapes = (GEOMS[base][1](), GEOMS[top][1]())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # cylinder–mesh's (test_cylinder_mesh_warns)
+        loaded = rigid.from_mujoco(m).model.geoms
+    shapes = tuple(
+        loaded[g].shape if GEOMS[k][1] is None else GEOMS[k][1]() for g, k in enumerate((base, top))
+    )
     # sciad's pair order (its table's), with MuJoCo's normal sign where it differs
     i, j = (0, 1) if _ORDER.index(_kind(shapes[0])) <= _ORDER.index(_kind(shapes[1])) else (1, 0)
     fn = jax.jit(_COLLIDE[(_kind(shapes[i]), _kind(shapes[j]))][0])
@@ -149,24 +164,65 @@ def test_a_cylinder_standing_on_a_box_has_four_points_of_the_clipped_cap():
         assert np.min(ours[:, 0]) <= np.min(ref[:, 0]) + 1e-12
 
 
-def test_clipped_points_gradients_match_central_differences():
-    """d(depths and points of a capsule's two clipped points)/d(capsule pose) on a
-    disc: forward and reverse mode agree and match central differences in float64."""
-    m, shapes, (i, j), fn = _scene("disc", "capsule")
+def test_cylinder_mesh_contact_sets_match_mujoco():
+    """Cylinder–mesh, eight resting poses each (tilted up to 0.06 rad, 4 mm deep):
+    a cylinder lying on a mesh slab is clipped along its side line as on a box (count,
+    depths and normals to 1e-6, points to 1e-4 along the rim); a mesh cube on a disc
+    gives MuJoCo's count at every pose and its whole set at five (measured: the other
+    three keep another four of more clipped corners, as a box's cap does); a rock on a
+    disc gives MuJoCo's whole set to 1e-12 at six, and one point where MuJoCo gives two
+    at the other two (near the rim, MuJoCo's EPA normal, a few hundredths of a radian
+    off, selects the rock's edge: the warning `check_pairs` gives)."""
+    for ours, ref in _sets("cylinder on its side on a slab", 8):
+        assert ours.shape == ref.shape
+        np.testing.assert_allclose(ours[:, :4], ref[:, :4], atol=1e-6)
+        np.testing.assert_allclose(ours[:, 4:], ref[:, 4:], atol=1e-4)
+    for case, same in (("cube on a disc", 5), ("rock on a disc", 6)):
+        sets = _sets(case, 8)
+        exact = [o.shape == r.shape and np.allclose(o, r, rtol=0, atol=1e-12) for o, r in sets]
+        assert sum(exact) == same, (case, exact)
+        if case == "cube on a disc":
+            assert all(o.shape == r.shape for o, r in sets)
+        else:
+            assert all(o.shape[0] <= r.shape[0] for o, r in sets)
+
+
+def test_cylinder_mesh_warns():
+    """A model with a cylinder–mesh pair loads, with one warning naming the first pair
+    and the rim's choice."""
+    xml = f"""<mujoco>{_assets()}<worldbody><geom name="disc" {GEOMS["disc"][0]}/>
+    <body name="b"><freejoint/><geom name="rock" {GEOMS["rock"][0]}/></body>
+    <body name="c" pos="0 0 1"><freejoint/><geom name="c" {GEOMS["rock"][0]}/></body>
+    </worldbody></mujoco>"""
+    with pytest.warns(UserWarning, match=r"2 cylinder–mesh pair\(s\) \(first: geom 'disc'.*rim"):
+        rigid.load_mjcf(xml)
+
+
+@pytest.mark.parametrize(
+    "case", ["capsule on a disc", "box on a disc", "cube on a disc", "rock on a disc"]
+)
+def test_clipped_points_gradients_match_central_differences(case):
+    """d(depths and points of the two deepest clipped points)/d(free geom's pose), a
+    capsule's, a box's, a mesh cube's or a rock's on a disc: forward and reverse mode
+    agree and match central differences in float64. (Reverse mode was NaN wherever the
+    clipping face has fewer corners than the widest face of the pair, a box's 4 against
+    the cap's 16: the padding's zero-length edges normalised as 0/0.)"""
+    m, shapes, (i, j), fn = _scene(*CASES[case][:2])
     d = mujoco.MjData(m)
     rng = np.random.default_rng(3)
     while True:
-        _resting(m, d, rng, CASES["capsule on a disc"][2])
-        if d.ncon == 2:
+        _resting(m, d, rng, CASES[case][2])
+        if d.ncon >= 2:
             break
-    ra, pa = jnp.asarray(d.geom_xmat[0].reshape(3, 3)), jnp.asarray(d.geom_xpos[0])
-    rb, pb = jnp.asarray(d.geom_xmat[1].reshape(3, 3)), jnp.asarray(d.geom_xpos[1])
+    frames = [
+        (jnp.asarray(d.geom_xmat[g].reshape(3, 3)), jnp.asarray(d.geom_xpos[g])) for g in (0, 1)
+    ]
 
     def out(x):
         w = x[3:]
         k = jnp.asarray([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-        rot = jax.scipy.linalg.expm(k) @ rb
-        p = fn(shapes[i], rot, pb + x[:3], shapes[j], ra, pa)
+        moved = [frames[0], (jax.scipy.linalg.expm(k) @ frames[1][0], frames[1][1] + x[:3])]
+        p = fn(shapes[i], *moved[i], shapes[j], *moved[j])
         order = jnp.argsort(jax.lax.stop_gradient(p.dist))[:2]
         return jnp.concatenate([p.dist[order], p.point[order].ravel()])
 

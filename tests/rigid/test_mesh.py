@@ -309,8 +309,9 @@ def position_jacobians(mj, q, v0, steps: int):
 
 
 def test_refusals():
-    """Bad vertices raise precise errors before tracing; a cylinder–mesh pair is
-    refused naming the geoms; a margin on a plane–mesh pair loads silently (its
+    """Bad vertices raise precise errors before tracing; a cylinder–mesh pair loads
+    with a warning naming the geoms (MuJoCo's choice on a cylinder's rim:
+    test_cylinder_clip.py); a margin on a plane–mesh pair loads silently (its
     contacts are MuJoCo's: test_clip_margins.py), on a capsule–mesh pair with a
     warning."""
     with pytest.raises(ValueError, match=r"at least 4 points"):
@@ -326,7 +327,7 @@ def test_refusals():
     xml = f"""<mujoco>{_asset("tetra")}<worldbody><geom name="rock" type="mesh" mesh="m"/>
     <body name="b" pos="0 0 1"><freejoint/><geom name="g" type="cylinder" size="0.1 0.1"/>
     </body></worldbody></mujoco>"""
-    with pytest.raises(ValueError, match=r"no collision function for geom '(g|rock)'"):
+    with pytest.warns(UserWarning, match=r"1 cylinder–mesh pair\(s\) \(first: geom 'g'.*rim"):
         rigid.load_mjcf(xml)
     # a margin: on a plane–mesh pair it acts as MuJoCo's, on a clipped pair it warns
     for other, warns in (

@@ -513,14 +513,15 @@ UNSUPPORTED = {
         ),
         r"MJCF tendon 't': actuatorfrcrange with actuators of different gears",
     ),
-    "cylinder against a mesh": (
+    "height field against a mesh": (
         _world(
-            '<geom name="rock" type="mesh" mesh="tet"/><body name="b" pos="0 0 1">'
-            '<freejoint/><geom name="can" type="cylinder" size="0.1 0.1"/></body>',
-            '<asset><mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>',
+            '<geom name="terrain" type="hfield" hfield="h"/><body name="b" pos="0 0 1">'
+            '<freejoint/><geom name="rock" type="mesh" mesh="tet"/></body>',
+            '<asset><hfield name="h" nrow="3" ncol="3" size="1 1 0.1 0.1"/>'
+            '<mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/></asset>',
         ),
-        r"no collision function for geom 'can' \(Cylinder on body 'b'\) against "
-        r"geom 'rock' \(ConvexMesh on the world\)",
+        r"no collision function for geom 'terrain' \(HeightField on the world\) against "
+        r"geom 'rock' \(ConvexMesh on body 'b'\)",
     ),
     "explicit pair with adhesion": (
         _world(
@@ -553,13 +554,14 @@ UNSUPPORTED = {
         r"no collision function for geom 'terrain' \(HeightField on the world\) against "
         r"geom 'cube' \(Box on body 'b'\)",
     ),
-    "geom margin on a capsule–box pair": (
+    "geom margin on a height-field pair": (
         _world(
-            '<body name="a" pos="0 0 1"><freejoint/><geom name="box" type="box" size="0.1 0.1 0.1"/>'
-            '</body><body name="b" pos="0 0 1.1"><freejoint/><geom name="rod" type="capsule" '
-            'size="0.05 0.1" margin="0.01"/></body>'
+            '<geom name="terrain" type="hfield" hfield="h"/><body name="b" pos="0 0 1">'
+            '<freejoint/><geom name="rod" type="capsule" size="0.05 0.1" margin="0.01"/></body>',
+            '<asset><hfield name="h" nrow="3" ncol="3" size="1 1 0.1 0.1"/></asset>',
         ),
-        r"geom 'rod' \(Capsule on body 'b'\) and geom 'box' \(Box on body 'a'\): a margin",
+        r"geom 'terrain' \(HeightField on the world\) and geom 'rod' \(Capsule on body 'b'\): "
+        "a margin",
     ),
     "ball joint stiffness": (
         _world(
