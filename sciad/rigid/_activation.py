@@ -13,9 +13,7 @@ import numpy as np
 from .._core._types import Anything, FloatScalar, RealScalarLike
 from .._core._validate import as_float_array, check_positive, is_concrete
 from ._grouped import map_grouped
-from ._types import RangeLike, ScalarLike
-
-_MINVAL = 1e-15  # MuJoCo's mjMINVAL: the smallest time constant of a filter
+from ._types import MINVAL, RangeLike, ScalarLike
 
 
 def _act_range(x: RangeLike | None, owner: str) -> Array | None:
@@ -114,13 +112,13 @@ class FilterActivation(AbstractActivation):
 
     def rate(self, u: FloatScalar, act: FloatScalar) -> FloatScalar:
         """(u − act) / max(τ, 1e-15)."""
-        return (u - act) / jnp.maximum(self.tau.astype(act.dtype), _MINVAL)
+        return (u - act) / jnp.maximum(self.tau.astype(act.dtype), MINVAL)
 
     def advance(self, act: FloatScalar, act_dot: FloatScalar, dt: RealScalarLike) -> FloatScalar:
         """act + h·act_dot, or with `exact` act + act_dot · τ (1 − e^(−h/τ))."""
         if not self.exact:
             return act + dt * act_dot
-        tau = jnp.maximum(self.tau.astype(act.dtype), _MINVAL)
+        tau = jnp.maximum(self.tau.astype(act.dtype), MINVAL)
         return act + act_dot * tau * (1 - jnp.exp(-jnp.asarray(dt, act.dtype) / tau))
 
 

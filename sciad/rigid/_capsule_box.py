@@ -33,8 +33,7 @@ import jax.numpy as jnp
 from jaxtyping import Array
 import numpy as np
 
-# MuJoCo's `mjMINVAL`: its tie tolerance on squared distances and determinants.
-MINVAL = 1e-15
+from ._types import MINVAL, round_off
 
 # The twelve box edges in MuJoCo's loop order: along axis j, from the corner i (bit k
 # of i set: +s_k), for the corners i with bit j clear.
@@ -193,7 +192,7 @@ def capsule_box_centres(
     # MuJoCo's choices test the signs of the axis's components: one within round-off
     # of zero (a capsule lying exactly level, as MuJoCo sees it from the model's
     # exact quaternion, but tilted by 1e-17 in sciad's arithmetic) counts as zero.
-    level = jnp.where(jnp.abs(axis) > 1e3 * jnp.finfo(axis.dtype).eps, axis, 0.0)
+    level = jnp.where(jnp.abs(axis) > round_off(axis.dtype), axis, 0.0)
     offset, second = _second(
         level, halfaxis, pos, size, t, boxpos, cltype, clface, clcorner, cledge
     )

@@ -16,11 +16,10 @@ from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, is_concrete
 from ._body import _unit_quat
 from ._spatial import matmul, matvec, wrench_at_origin
-from ._types import QuatLike, ScalarLike, Vec3Like
+from ._types import MINVAL, QuatLike, ScalarLike, Vec3Like
 
-# MuJoCo's mjMINVAL: a body lighter than this feels no fluid, and a box side's square
-# is at least this (a body whose inertia is degenerate along an axis).
-_MINVAL = 1e-15
+# (`MINVAL`, MuJoCo's mjMINVAL: a body lighter than it feels no fluid, and a box side's
+# square is at least it, a body whose inertia is degenerate along an axis.)
 # MuJoCo's compiler's mjEPS: the floor of the added-mass coefficients' denominators.
 _EPS = 1e-14
 
@@ -193,11 +192,11 @@ def _ellipsoid_force(
     pair = jnp.stack([s[1] * s[2], s[2] * s[0], s[0] * s[1]])  # products of the other two semi-axes
     proj_denom = jnp.sum(pair**4 * u**2)
     proj_num = jnp.sum((pair * u) ** 2)
-    ratio = proj_denom / jnp.maximum(_MINVAL, proj_num)
+    ratio = proj_denom / jnp.maximum(MINVAL, proj_num)
     pos = ratio > 0
     a_proj = jnp.pi * jnp.where(pos, jnp.sqrt(jnp.where(pos, ratio, 1.0)), 0.0)
     speed = _safe_norm(u)
-    cos_alpha = proj_num / jnp.maximum(_MINVAL, speed * proj_denom)
+    cos_alpha = proj_num / jnp.maximum(MINVAL, speed * proj_denom)
     circulation = kutta_lift * density * cos_alpha * a_proj * cross(pair**2 * u, u)
     kutta = cross(circulation, u)
     # Drag: viscous (Stokes, of the sphere of mean diameter) and quadratic.
@@ -321,11 +320,11 @@ class Medium(eqx.Module):
         **Example:** `force, torque = medium.wrench(1.0, jnp.full(3, 0.1), jnp.eye(3), w, v)`
         """
         mass = jnp.asarray(mass)
-        massive = mass >= _MINVAL
+        massive = mass >= MINVAL
         m = jnp.where(massive, mass, 1.0)
         i0, i1, i2 = inertia[0], inertia[1], inertia[2]
         box = jnp.sqrt(
-            jnp.maximum(_MINVAL, jnp.stack([i1 + i2 - i0, i0 + i2 - i1, i0 + i1 - i2])) / m * 6.0
+            jnp.maximum(MINVAL, jnp.stack([i1 + i2 - i0, i0 + i2 - i1, i0 + i1 - i2])) / m * 6.0
         )
         w = rotation.T @ angular
         v = rotation.T @ (linear - self.wind)
@@ -380,7 +379,7 @@ def fluid_forces(mb: Anything, rot: Array, pos: Array, com: Array, velocity: Arr
         w,
         u,
     )
-    massive = (mb.mass[idx] >= _MINVAL)[:, None]
+    massive = (mb.mass[idx] >= MINVAL)[:, None]
     f_e = jnp.where(massive, matvec(r, f_local), 0.0)
     t_e = jnp.where(massive, matvec(r, t_local), 0.0)
     return out.at[idx].add(wrench_at_origin(centre, f_e, t_e))

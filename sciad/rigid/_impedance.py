@@ -10,9 +10,9 @@ import numpy as np
 
 from .._core._types import FloatScalar, RealScalarLike
 from .._core._validate import check_in_range, check_positive, check_scalar, is_concrete
+from ._types import MINVAL
 
 _MIN_IMP, _MAX_IMP = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
-_MINVAL = 1e-15  # MuJoCo's mjMINVAL
 
 
 class Impedance(eqx.Module):
@@ -170,7 +170,7 @@ def impedance(p: Float[Array, "... 7"], violation: Array) -> Array:
     row: d₀ + y(|r|/width)(d_max − d₀) with y MuJoCo's sigmoid (flat when d₀ = d_max or
     width ≈ 0)."""
     d0, dmax, width, mid, power = (p[..., i] for i in range(2, 7))
-    flat = (d0 == dmax) | (width <= _MINVAL)
+    flat = (d0 == dmax) | (width <= MINVAL)
     x = jnp.abs(violation) / jnp.where(flat, 1.0, width)
     inner = (x > 0) & (x < 1) & ~flat
     xs = jnp.where(inner, x, 0.5)  # keep the unused branches finite (double where)
@@ -206,13 +206,11 @@ def row_terms(
     tau = jnp.where(standard, jnp.maximum(ref0, 2 * dt), 1.0)  # 1: the unused branch
     zeta = jnp.where(standard, ref1, 1.0)
     d = impedance(p, jnp.zeros_like(violation) if friction else violation if at is None else at)
-    b = jnp.where(
-        standard, 2 / jnp.maximum(dmax * tau, _MINVAL), -ref1 / jnp.maximum(dmax, _MINVAL)
-    )
-    k_std = 1 / jnp.maximum((dmax * tau * zeta) ** 2, _MINVAL)
-    k = 0.0 if friction else jnp.where(standard, k_std, -ref0 / jnp.maximum(dmax**2, _MINVAL))
+    b = jnp.where(standard, 2 / jnp.maximum(dmax * tau, MINVAL), -ref1 / jnp.maximum(dmax, MINVAL))
+    k_std = 1 / jnp.maximum((dmax * tau * zeta) ** 2, MINVAL)
+    k = 0.0 if friction else jnp.where(standard, k_std, -ref0 / jnp.maximum(dmax**2, MINVAL))
     a_ref = -b * velocity - k * d * violation
-    return velocity + dt * a_ref, jnp.maximum((1 - d) / d * diagonal, _MINVAL)
+    return velocity + dt * a_ref, jnp.maximum((1 - d) / d * diagonal, MINVAL)
 
 
 class RowBlock(NamedTuple):

@@ -10,12 +10,13 @@ from jaxtyping import Array
 import numpy as np
 
 from .._core._geometry import cross, safe_norm
-from ._capsule_box import capsule_box_centres, MINVAL
+from ._capsule_box import capsule_box_centres
 from ._convex import convex_contact
 from ._hfield import HeightField, hfield_points
 from ._mesh import ConvexMesh
 from ._polyclip import CLIP_CONTACTS, polytope_contacts
 from ._shapes import AbstractShape, Box, Capsule, Cylinder, Ellipsoid, Plane, Sphere
+from ._types import MINVAL, round_off
 
 # ---------------------------------------------------------------------------------------
 # Narrow phase. Each function takes two geoms' shapes and world poses (rotation (3, 3),
@@ -110,14 +111,6 @@ def _segments_closest(p0: Array, p1: Array, q0: Array, q1: Array) -> tuple[Array
     )
     t = jnp.clip(t, 0.0, 1.0)
     return p0 + s * d1, q0 + t * d2
-
-
-def _round_off(dtype: jnp.dtype) -> float:
-    """The narrow phase's relative round-off margin, 1e3·eps. A discrete choice that
-    can sit at an exact tie (which feature is nearest, which patch vertex is kept) is
-    closed with it, so the forward pass and `jax.checkpoint`'s recomputation choose
-    alike (docs/design.md)."""
-    return 1e3 * float(jnp.finfo(dtype).eps)
 
 
 def _plane_sphere(sa, ra, pa, sb, rb, pb) -> _Points:
@@ -294,7 +287,7 @@ def _clip(ref: _Frame, inc: _Frame, placeholder: Array) -> _Points:
     de-duplication), however the last bit falls."""
     n = ref.normal
     scale = jnp.sum(ref.half) + jnp.sum(inc.half)
-    tol = _round_off(n.dtype)  # in coordinates and t (relative)
+    tol = round_off(n.dtype)  # in coordinates and t (relative)
     ref_half, inc_half = ref.half + tol * scale, inc.half + tol * scale
     signs = jnp.asarray([[1.0, 1.0], [-1.0, 1.0], [-1.0, -1.0], [1.0, -1.0]], n.dtype)
     x0 = inc.centre[None] + (signs * inc.half[None]) @ inc.axes  # corners, in cycle

@@ -30,9 +30,7 @@ from jaxtyping import Array, Bool, Float, Int
 import numpy as np
 
 from .._core._types import RealScalarLike
-
-# MuJoCo's mjMINVAL: the smallest divisor of its solvers.
-_MINVAL = 1e-15
+from ._types import MINVAL
 
 
 class NoslipItems(NamedTuple):
@@ -122,7 +120,7 @@ def noslip(
         (isl, pr, ja, jb, ma, mb, aaa, abb, aab, aba, ua, ub, lo, hi), (ga, gb) = x
         ra, rb = ja @ v - ua, jb @ v - ub
         # a friction-loss row: the unconstrained minimum, clipped to its bounds
-        diag = jnp.maximum(aaa, _MINVAL)
+        diag = jnp.maximum(aaa, MINVAL)
         single = jnp.clip(ga - ra / diag, lo, hi)
         d_single = single - ga
         c_single = 0.5 * d_single**2 * diag + d_single * ra
@@ -133,8 +131,8 @@ def noslip(
         mid = 0.5 * (ga + gb)
         k1 = a00 + a11 - aab - aba
         k0 = mid * (a00 - a11) + b0 - b1
-        y = jnp.clip(-k0 / jnp.where(k1 < _MINVAL, 1.0, k1), -mid, mid)
-        y = jnp.where(k1 < _MINVAL, 0.0, y)
+        y = jnp.clip(-k0 / jnp.where(k1 < MINVAL, 1.0, k1), -mid, mid)
+        y = jnp.where(k1 < MINVAL, 0.0, y)
         da, db = mid + y - ga, mid - y - gb
         change = 0.5 * (da * (a00 * da + aab * db) + db * (aba * da + a11 * db)) + da * ra + db * rb
         # MuJoCo restores the pair's forces when the step raises its cost

@@ -16,6 +16,7 @@ import numpy as np
 from ._convex import convex_contact
 from ._mesh import ConvexMesh
 from ._shapes import AbstractShape, Box, Capsule, Cylinder
+from ._types import MINVAL
 
 # MuJoCo's alignment tolerances (mjFACE_TOL, mjEDGE_TOL): two faces are aligned when
 # their normals' dot product is below −0.996, an edge lies in a face when
@@ -23,8 +24,6 @@ from ._shapes import AbstractShape, Box, Capsule, Cylinder
 FACE_TOL, EDGE_TOL = 0.996, 0.0888
 # at most this many points from the clipped polygon (MuJoCo's 4 for box and mesh)
 CLIP_CONTACTS = 4
-# MuJoCo's mjMINVAL: a clipping half-space is closed by it
-_MINVAL = 1e-15
 # relative (× the shapes' size) height below the deepest vertex within which a vertex
 # belongs to a polytope's supporting feature along the normal
 _FEATURE_TOL = 1e-8
@@ -280,8 +279,8 @@ def _clip(
     for e in range(k1):
         p = poly
         q = poly[jnp.where(idx < count - 1, idx + 1, 0)]
-        in1 = (p - v1[e][None]) @ pn[e] > -_MINVAL
-        in2 = (q - v1[e][None]) @ pn[e] > -_MINVAL
+        in1 = (p - v1[e][None]) @ pn[e] > -MINVAL
+        in2 = (q - v1[e][None]) @ pn[e] > -MINVAL
         pq = q - p
         tmp = pq @ pn[e]
         nz = tmp != 0.0

@@ -22,10 +22,9 @@ from .._core._geometry import cross, quat_to_matrix
 from .._core._types import Anything, FloatScalar
 from .._core._validate import as_float_array, check_positive, is_concrete
 from ._grouped import assemble, grouped, stacked
-from ._types import QuatLike, ScalarLike, Vec3Like
+from ._types import MINVAL, QuatLike, ScalarLike, Vec3Like
 
-# MuJoCo's mjMINVAL and the constants of its wrap_inside Newton iteration.
-_MINVAL = 1e-15
+# The constants of MuJoCo's wrap_inside Newton iteration.
 _INSIDE_MAXITER = 20
 _INSIDE_ZINIT = 1 - 1e-7
 _INSIDE_TOL = 1e-6
@@ -158,7 +157,7 @@ def _normalize(v: Array) -> tuple[Array, Array]:
     """MuJoCo's `mju_normalize` over the last axis: v/|v|, or the first unit vector
     where |v| < mjMINVAL; and |v|."""
     sq = jnp.sum(v * v, axis=-1)
-    ok = sq >= _MINVAL**2
+    ok = sq >= MINVAL**2
     norm = jnp.sqrt(jnp.where(ok, sq, 1.0))
     e0 = jnp.zeros(v.shape[-1], v.dtype).at[0].set(1.0)
     return jnp.where(ok[..., None], v / norm[..., None], e0), jnp.where(ok, norm, 0.0)
@@ -205,10 +204,10 @@ def _wrap_circle(
     |W| − β₀ − β₁ (βᵢ = atan2(√(|dᵢ|² − r²), r), the angle between dᵢ and its
     tangent point)."""
     sqlen0, sqlen1, sqrad = _dot2(d0, d0), _dot2(d1, d1), radius * radius
-    outside = (sqlen0 >= sqrad) & (sqlen1 >= sqrad) & (radius >= _MINVAL)
+    outside = (sqlen0 >= sqrad) & (sqlen1 >= sqrad) & (radius >= MINVAL)
     dif = d1 - d0
     dd = _dot2(dif, dif)
-    ok = outside & (dd >= _MINVAL)
+    ok = outside & (dd >= MINVAL)
     a = jnp.clip(-_dot2(dif, d0) / jnp.where(ok, dd, 1.0), 0.0, 1.0)
     near = a * dif + d0
     clear = _dot2(near, near) > sqrad
@@ -250,9 +249,9 @@ def _wrap_inside(d0: Array, d1: Array, radius: Array) -> tuple[Array, Array]:
     len0, len1 = _normalize(d0)[1], _normalize(d1)[1]
     dif = d1 - d0
     dd = _dot2(dif, dif)
-    ok = (len0 > radius) & (len1 > radius) & (radius >= _MINVAL) & (len0 >= _MINVAL)
-    ok = ok & (len1 >= _MINVAL)
-    apart = dd > _MINVAL
+    ok = (len0 > radius) & (len1 > radius) & (radius >= MINVAL) & (len0 >= MINVAL)
+    ok = ok & (len1 >= MINVAL)
+    apart = dd > MINVAL
     a = -_dot2(dif, d0) / jnp.where(apart, dd, 1.0)
     near = d0 + a * dif
     ok = ok & ~(apart & (a > 0) & (a < 1) & (_normalize(near)[1] <= radius))
@@ -260,14 +259,14 @@ def _wrap_inside(d0: Array, d1: Array, radius: Array) -> tuple[Array, Array]:
     safe0, safe1 = jnp.where(ok, len0, 1.0), jnp.where(ok, len1, 1.0)
     ca, cb = radius / safe0, radius / safe1
     cos_g = (len0 * len0 + len1 * len1 - dd) / (2 * safe0 * safe1)
-    ok = ok & (cos_g >= -1 + _MINVAL)
+    ok = ok & (cos_g >= -1 + MINVAL)
     g = _acos(cos_g)
     z = jnp.asarray(_INSIDE_ZINIT, d0.dtype)
     f = _inside_f(z, ca, cb, g)
     # Newton's method as MuJoCo runs it: stop when |f| <= tol; fall back to the
     # default point if f starts positive, on any step that "should not occur", or
     # after maxiter steps.
-    failed = (cos_g > 1 - _MINVAL) | (f > 0)
+    failed = (cos_g > 1 - MINVAL) | (f > 0)
     done = jnp.zeros((), bool)
 
     def step(_: Anything, carry: tuple[Array, Array, Array, Array]) -> tuple[Array, ...]:
@@ -276,10 +275,10 @@ def _wrap_inside(d0: Array, d1: Array, radius: Array) -> tuple[Array, Array]:
         active = ~done & ~failed
 
         def inv(x: Array) -> Array:
-            return 1 / jnp.maximum(_MINVAL, _safe_sqrt(x, x > 0))
+            return 1 / jnp.maximum(MINVAL, _safe_sqrt(x, x > 0))
 
         df = ca * inv(1 - z * z * ca * ca) + cb * inv(1 - z * z * cb * cb) - 2 * inv(1 - z * z)
-        bad = df > -_MINVAL
+        bad = df > -MINVAL
         z1 = z - f / jnp.where(bad, -1.0, df)
         bad = bad | (z1 > z)
         f1 = _inside_f(z1, ca, cb, g)
@@ -315,7 +314,7 @@ def wrap(
     the sphere's or cylinder's world `centre` and frame `rot` (its columns the local
     axes) and the world `side` point (`None`: no side site)."""
     p0, p1 = (x0 - centre) @ rot, (x1 - centre) @ rot
-    ok = (_normalize(p0)[1] >= _MINVAL) & (_normalize(p1)[1] >= _MINVAL)
+    ok = (_normalize(p0)[1] >= MINVAL) & (_normalize(p1)[1] >= MINVAL)
     if cylinder:
         ax0 = jnp.asarray([1.0, 0.0, 0.0], x0.dtype)
         ax1 = jnp.asarray([0.0, 1.0, 0.0], x0.dtype)
@@ -331,7 +330,7 @@ def wrap(
             jnp.where((mag[2] > mag[0]) & (mag[2] > mag[1]), 2, 0),
         )
         other = jnp.ones(3, x0.dtype).at[i].set(0.0)
-        normal = jnp.where(nrm < _MINVAL, _normalize(cross(ax0, other))[0], normal)
+        normal = jnp.where(nrm < MINVAL, _normalize(cross(ax0, other))[0], normal)
         ax1 = _normalize(cross(normal, ax0))[0]
     d0 = jnp.stack([p0 @ ax0, p0 @ ax1])
     d1 = jnp.stack([p1 @ ax0, p1 @ ax1])
