@@ -393,9 +393,18 @@ class BraxEngine:
 
     label = "Brax"
 
-    def __init__(self, brax, sc: Scene, qpos, qvel, ctrl, steps: int):
+    def __init__(self, brax, sc: Scene, qpos, qvel, ctrl, steps: int, as_brax: bool = False):
         pipeline, mjcf = brax
-        system = mjcf.loads(sc.xml)
+        if as_brax:  # Brax runs only Euler steps and has no PGS solver (the humanoid's)
+            import mujoco
+
+            m = mujoco.MjModel.from_xml_string(mjcf.fuse_bodies(sc.xml))
+            m.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+            m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+            system = mjcf.load_model(m)
+            self.label = "Brax (Newton, Euler)"
+        else:
+            system = mjcf.loads(sc.xml)
 
         def one(qp, qv, u):
             st = pipeline.init(system, qp, qv)

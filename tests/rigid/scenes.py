@@ -215,3 +215,20 @@ def two_free_geoms_touching(m, d, n, seed, spread, accept=lambda d: d.ncon > 0):
         if accept(d):
             found += 1
             yield d
+
+
+def touching(m, d, qpos_at, lo: float, hi: float) -> float:
+    """The parameter s in [lo, hi] at which the model's geoms 0 and 1 just touch with
+    `d.qpos = qpos_at(s)` (overlapping at `lo`, apart at `hi`): bisection on
+    `mj_geomDistance` to round-off, returning the apart end."""
+    import mujoco
+
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        d.qpos[:] = qpos_at(mid)
+        mujoco.mj_kinematics(m, d)
+        if mujoco.mj_geomDistance(m, d, 0, 1, 1.0, None) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi

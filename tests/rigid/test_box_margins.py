@@ -14,6 +14,7 @@ import sciad.rigid as rigid
 from sciad.rigid._collision import contact_frames
 
 from ..helpers import fd_directional
+from .scenes import touching
 from .test_contact_pairs import _points
 
 mujoco = pytest.importorskip("mujoco")
@@ -55,15 +56,7 @@ def _poses(m, d, rng, n, level, lying=False, deepest=0.01):
         quat /= np.linalg.norm(quat)
         u = rng.normal(size=3)
         u /= np.linalg.norm(u)
-        lo, hi = 0.0, 1.0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            d.qpos[:] = np.r_[mid * u, quat]
-            mujoco.mj_kinematics(m, d)
-            if mujoco.mj_geomDistance(m, d, 0, 1, 1.0, None) < 0:
-                lo = mid
-            else:
-                hi = mid
+        hi = touching(m, d, lambda s, u=u, quat=quat: np.r_[s * u, quat], 0.0, 1.0)
         out.append(np.r_[(hi + rng.uniform(-deepest, 0.025)) * u, quat])
     return out
 

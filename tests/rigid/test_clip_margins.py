@@ -16,6 +16,7 @@ import pytest
 
 import sciad.rigid as rigid
 
+from .scenes import touching
 from .test_mesh import _rows
 from .test_mesh_clip import _assets
 
@@ -58,16 +59,8 @@ def _place(m, d, rot, xy, offset: float):
     """MuJoCo's state `d` with the free geom at rotation `rot` over `xy`, lowered to
     touch the base (bisection on mj_geomDistance), then raised by `offset` (length;
     negative: into the base), after mj_forward."""
-    d.qpos[:] = np.r_[xy, 0.3, rot.as_quat(scalar_first=True)]
-    lo, hi = -0.3, 0.3
-    for _ in range(60):
-        d.qpos[2] = 0.5 * (lo + hi)
-        mujoco.mj_kinematics(m, d)
-        if mujoco.mj_geomDistance(m, d, 0, 1, 1.0, None) < 0:
-            lo = d.qpos[2]
-        else:
-            hi = d.qpos[2]
-    d.qpos[2] = hi + offset
+    quat = rot.as_quat(scalar_first=True)
+    d.qpos[:] = np.r_[xy, touching(m, d, lambda z: np.r_[xy, z, quat], -0.3, 0.3) + offset, quat]
     mujoco.mj_forward(m, d)
 
 
