@@ -44,6 +44,8 @@ class _Poly(NamedTuple):
     edges: Array
 
 
+_UNROLL = 8  # clip by at most this many edges unrolled (boxes: 4)
+
 # A box's corners: id = x + 2y + 4z with a bit set for the + side (MuJoCo's ids);
 # faces +x, −x, +y, −y, +z, −z with corners in MuJoCo's `boxFace` order.
 _BOX_SIGNS = np.array([[(i & 1) * 2 - 1, (i & 2) - 1, (i & 4) // 2 - 1] for i in range(8)])
@@ -276,7 +278,9 @@ def _clip(
     poly = jnp.zeros((size, 3), face1.dtype).at[: face2.shape[0]].set(face2)
     count = n2
     idx = jnp.arange(size, dtype=jnp.int32)
-    for e in range(k1):
+
+    def edge(e, carry):
+        poly, count = carry
         p = poly
         q = poly[jnp.where(idx < count - 1, idx + 1, 0)]
         in1 = (p - v1[e][None]) @ pn[e] > -MINVAL
@@ -292,8 +296,12 @@ def _clip(
         ok = jnp.stack([cross_ok, q_ok], axis=1).reshape(2 * size)
         new, new_count = _compact(cand, ok, size)
         active = e < n1
-        poly = jnp.where(active, new, poly)
-        count = jnp.where(active, new_count, count)
+        return jnp.where(active, new, poly), jnp.where(active, new_count, count)
+
+    # a loop, not unrolled past a box's faces: a fine mesh's merged polygons have tens
+    # of corners, and unrolled clips grew the program past 20 MB (a robot arm's 15
+    # mesh pairs took 4 minutes to compile)
+    poly, count = jax.lax.fori_loop(0, k1, edge, (poly, count), unroll=k1 <= _UNROLL)
     below = ((poly - face1[0][None]) @ depth_n <= margin) & (idx < count)
     return _compact(poly, below, size)
 
