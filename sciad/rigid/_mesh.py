@@ -149,6 +149,9 @@ class ConvexMesh(AbstractShape):
     vertices: Float[Array, "N 3"]
     polygons: Int[Array, "P M"]  # vertex ids, counter-clockwise from outside, −1-padded
     polymap: Int[Array, "N Q"]  # each vertex's polygons in ascending order, −1-padded
+    # each vertex's edge ends (MuJoCo's `meshEdgeNormals`): for each of its polygons in
+    # order, the vertex before it there; −1-padded like `polymap`
+    edge_ends: Int[Array, "N Q"]
     graph: tuple[Int[Array, " H"], Int[Array, "H D"], Int[Array, " 27"]] | None
 
     def __init__(
@@ -174,10 +177,16 @@ class ConvexMesh(AbstractShape):
             polygons = _hull_polygons(v.astype(np.float64))
         if any(len(p) < 3 or min(p) < 0 or max(p) >= len(v) for p in polygons):
             raise ValueError("ConvexMesh.polygons: each needs 3 or more vertex ids in range.")
-        owners = [[k for k, p in enumerate(polygons) if i in p] or [-1] for i in range(len(v))]
+        owners: list[list[int]] = [[] for _ in range(len(v))]
+        before: list[list[int]] = [[] for _ in range(len(v))]
+        for k, p in enumerate(polygons):  # ascending k: each vertex's polygons in order
+            for j, i in enumerate(p):
+                owners[i].append(k)
+                before[i].append(p[j - 1])
         self.vertices = jnp.asarray(vertices)
         self.polygons = jnp.asarray(_pad(polygons), jnp.int32)
-        self.polymap = jnp.asarray(_pad(owners), jnp.int32)
+        self.polymap = jnp.asarray(_pad([o or [-1] for o in owners]), jnp.int32)
+        self.edge_ends = jnp.asarray(_pad([e or [-1] for e in before]), jnp.int32)
         use = graph is not None and len(v) >= HILLCLIMB_MIN
         self.graph = tuple(jnp.asarray(x, jnp.int32) for x in graph) if use else None  # pyright: ignore
 

@@ -32,7 +32,8 @@ _FEATURE_TOL = 1e-8
 class _Poly(NamedTuple):
     """A polytope in the world: vertices (V, 3); faces (F, M) vertex ids in MuJoCo's
     clipping order (clockwise seen from outside), −1-padded; face sizes (F,); outward
-    unit face normals (F, 3); face membership (F, V); each vertex's edge ends (V, D),
+    unit face normals (F, 3); each face's member vertices (F, K), −1-padded (a
+    cylinder's cap also holds its rim's support point); each vertex's edge ends (V, D),
     −1-padded, in MuJoCo's order."""
 
     verts: Array
@@ -40,7 +41,7 @@ class _Poly(NamedTuple):
     ccw: Array
     count: Array
     normals: Array
-    member: Array
+    members: Array
     edges: Array
 
 
@@ -61,7 +62,6 @@ _BOX_CCW = np.array(
     np.int32,
 )
 _BOX_EDGES = np.array([[i ^ 1, i ^ 2, i ^ 4] for i in range(8)], np.int32)  # MuJoCo: x, y, z
-_BOX_MEMBER = np.array([[v in f for v in range(8)] for f in _BOX_FACES])
 
 
 def _box_poly(box: Box, rot: Array, pos: Array) -> _Poly:
@@ -74,14 +74,14 @@ def _box_poly(box: Box, rot: Array, pos: Array) -> _Poly:
         jnp.asarray(_BOX_CCW),
         jnp.full(6, 4, jnp.int32),
         axes,
-        jnp.asarray(_BOX_MEMBER),
+        jnp.asarray(_BOX_FACES),
         jnp.asarray(_BOX_EDGES),
     )
 
 
 def _mesh_poly(mesh: ConvexMesh, rot: Array, pos: Array) -> _Poly:
     poly = mesh.polygons  # counter-clockwise from outside, −1-padded
-    n_vert, width = mesh.vertices.shape[0], poly.shape[1]
+    width = poly.shape[1]
     count = jnp.sum(poly >= 0, axis=1, dtype=jnp.int32)
     # MuJoCo's `meshFace` walks a polygon backwards
     back = (count[:, None] - 1 - jnp.arange(width, dtype=jnp.int32)[None]) % jnp.maximum(
@@ -92,18 +92,9 @@ def _mesh_poly(mesh: ConvexMesh, rot: Array, pos: Array) -> _Poly:
         poly[jnp.arange(poly.shape[0], dtype=jnp.int32)[:, None], back],
         -1,
     )
-    member = jnp.any(poly[:, :, None] == jnp.arange(n_vert, dtype=jnp.int32)[None, None], axis=1)
-    # each vertex's edges (MuJoCo's `meshEdgeNormals`): for each of its polygons in
-    # order, the vertex before it there
-    own = mesh.polymap  # (N, Q)
-    rows = poly[jnp.maximum(own, 0)]  # (N, Q, M)
-    at = _argmax(rows == jnp.arange(n_vert, dtype=jnp.int32)[:, None, None], axis=-1)  # (N, Q)
-    rc = count[jnp.maximum(own, 0)]
-    prev = jnp.take_along_axis(rows, ((at - 1) % rc)[..., None], axis=-1)[..., 0]
-    edges = jnp.where(own >= 0, prev, -1)
     normals, _ = mesh.face_planes()
     return _Poly(
-        mesh.vertices @ rot.T + pos[None], faces, poly, count, normals @ rot.T, member, edges
+        mesh.vertices @ rot.T + pos[None], faces, poly, count, normals @ rot.T, poly, mesh.edge_ends
     )
 
 
@@ -116,12 +107,7 @@ _RING = np.stack([np.cos(_ANGLES), np.sin(_ANGLES)], axis=1)
 _TOP, _BOTTOM = 2 + np.arange(CYLINDER_SIDES), 2 + CYLINDER_SIDES + np.arange(CYLINDER_SIDES)
 # the caps clockwise seen from outside (the top seen from +z turns by falling angle)
 _CYL_FACES = np.stack([_TOP[::-1], _BOTTOM]).astype(np.int32)
-_CYL_MEMBER = np.stack(
-    [
-        np.isin(np.arange(2 + 2 * CYLINDER_SIDES), np.r_[k, cap])
-        for k, cap in ((0, _TOP), (1, _BOTTOM))
-    ]
-)
+_CYL_MEMBERS = np.stack([np.r_[0, _TOP], np.r_[1, _BOTTOM]]).astype(np.int32)
 _CYL_EDGES = np.full((2 + 2 * CYLINDER_SIDES, 1), -1, np.int32)
 _CYL_EDGES[:2, 0] = [1, 0]
 
@@ -152,7 +138,7 @@ def _cylinder_poly(cyl: Cylinder, rot: Array, pos: Array, direction: Array) -> _
         jnp.asarray(_CYL_FACES[:, ::-1].copy()),
         jnp.full(2, CYLINDER_SIDES, jnp.int32),
         jnp.stack([rot[:, 2], -rot[:, 2]]),
-        jnp.asarray(_CYL_MEMBER),
+        jnp.asarray(_CYL_MEMBERS),
         jnp.asarray(_CYL_EDGES),
     )
 
@@ -170,7 +156,7 @@ def _segment_poly(cap: Capsule, rot: Array, pos: Array) -> _Poly:
         jnp.asarray([[1, 0]], jnp.int32),
         jnp.full(1, 2, jnp.int32),
         rot[:, 0][None],
-        jnp.zeros((1, 2), bool),
+        jnp.full((1, 1), -1, jnp.int32),
         jnp.asarray([[1], [0]], jnp.int32),
     )
 
@@ -221,9 +207,12 @@ def _cylinder_feature(on: Array, along: Array, other: Array) -> tuple[Array, Arr
 def _candidates(p: _Poly, on: Array, dim: Array) -> Array:
     """The faces (F,) at a supporting feature: those holding all of its vertices, and,
     for a face feature, those lying in it (a plane of several polygons: MuJoCo's EPA
-    face picks one of them)."""
-    holding = jnp.all(p.member | ~on[None], axis=1)
-    lying = jnp.all(~p.member | on[None], axis=1) & (dim == 3)
+    face picks one of them). Counts each face's members on the feature: O(F·K), never
+    a face-by-vertex matrix (a fine mesh has thousands of each)."""
+    valid = p.members >= 0
+    on_face = jnp.sum(valid & on[jnp.maximum(p.members, 0)], axis=1, dtype=jnp.int32)
+    holding = on_face == jnp.sum(on, dtype=jnp.int32)
+    lying = (on_face == jnp.sum(valid, axis=1, dtype=jnp.int32)) & (dim == 3)
     return holding | lying
 
 

