@@ -4,12 +4,15 @@ metaworld, myosuite and robosuite wheels that MuJoCo C compiles into a model wit
 blocks), and, with `--compare STEPS`, each loaded model run beside `mj_step`.
 
 The comparison starts from the model's default state (`qpos0`, zero velocity and
-controls) and converges MuJoCo's constraint solve (`tolerance` 1e-15, 200 iterations):
-sciad's solve runs to convergence, MuJoCo's default stops at 1e-8 and can leave 1e-5
-in a stiff direction's velocity (docs/rigid.md, "Comparing with MuJoCo on your own
-model"). It prints max |Δqpos| and |Δqvel| over the run, MuJoCo's chaos floor (how far
-its own run moves from a start changed by ±1e-12), the first step at which |Δqpos|
-passes 1e-9, the first contact, the largest contact count and the steps with contacts. Each model runs in its own subprocess under `--timeout`
+controls) and converges MuJoCo's constraint solve (`tolerance` 1e-15, 200 iterations)
+and its convex collision (`ccd_tolerance` 1e-15, 1,000 iterations): sciad's solve
+runs to convergence, MuJoCo's default stops at 1e-8 and can leave 1e-5 in a stiff
+direction's velocity; sciad's contact points are exact, MuJoCo's GJK stops at 1e-6
+and can leave 5e-7 in the witness points of a curved shape (docs/rigid.md, "Comparing
+with MuJoCo on your own model"). It prints max |Δqpos| and |Δqvel| over the run,
+MuJoCo's chaos floor (how far its own run moves from a start changed by ±1e-12), the
+first step at which |Δqpos| passes 1e-9, the first contact, the largest contact count
+and the steps with contacts. Each model runs in its own subprocess under `--timeout`
 seconds (a model with thousands of geom pairs can take many minutes to compile).
 
 The files come from the pinned wheels, downloaded once with pip into
@@ -103,6 +106,7 @@ def compare(path: str, steps: int) -> str:
     row's cells, with MuJoCo's chaos floor (its own runs from qpos0 moved by ±1e-12)."""
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.tolerance, m.opt.iterations = 1e-15, 200
+    m.opt.ccd_tolerance, m.opt.ccd_iterations = 1e-15, 1000
     with warnings.catch_warnings(), quiet_mujoco():
         warnings.simplefilter("ignore")
         mj = rigid.from_mujoco(m)

@@ -361,35 +361,49 @@ def _polish(pa: _Part, pb: _Part, r: _Result) -> _Result:
     square root of their tolerance); each is kept only where it does not lower the
     separation along n,
     min_B n·b − max_A n·a (a flat face, found exactly, refuses them). The witness
-    points move to the support points, or, on a flat part, slide along it."""
+    points move to the support points, or, on a flat part, slide along it.
+
+    A cylinder's witness from GJK, a mix of points on its rim, lies on a chord inside
+    the rim, so it reads as a point of the flat cap though the rim supports it (GJK
+    stopped short: Baxter's arm against its base). Each step therefore also tries the
+    cylinder's witness at its support point, where the cap is flat only if it
+    supports, and keeps the better of the two."""
 
     def gap(n: Array) -> Array:
         a, b = _support(pa, pb, n)
         return jnp.dot(n, b - a)
 
+    def support(p: _Part, d: Array) -> Array:
+        return p.rot @ _core_support(p, p.rot.T @ d) + p.pos
+
     def moved(p: _Part, x: Array, slide: Array, on: Array, d: Array) -> Array:
-        support = p.rot @ _core_support(p, p.rot.T @ d) + p.pos
         local = _onto_core(p, p.rot.T @ (x + slide - p.pos))
-        return jnp.where(jnp.any(on), p.rot @ local + p.pos, support)
+        return jnp.where(jnp.any(on), p.rot @ local + p.pos, support(p, d))
 
     def refresh(p: _Part, x: Array, d: Array) -> Array:
         """The support point where the core is curved at x; x on a flat part."""
         _, on = _flat_directions(p, p.rot.T @ (x - p.pos))
-        support = p.rot @ _core_support(p, p.rot.T @ d) + p.pos
-        return jnp.where(jnp.any(on), x, support)
+        return jnp.where(jnp.any(on), x, support(p, d))
+
+    def trial(r: _Result) -> _Result:
+        u, lam, e, on = _newton(pa, pb, r)
+        n = _normalise(r.normal + u @ _tangents(r.normal), r.normal)
+        a = moved(pa, r.a, lam[:3] @ e[:3], on[:3], n)
+        b = moved(pb, r.b, lam[3:] @ e[3:], on[3:], -n)
+        return _Result(gap(n), n, a, b)
 
     def step(_, r: _Result) -> _Result:
         n = r.normal
         r = r._replace(a=refresh(pa, r.a, n), b=refresh(pb, r.b, -n), dist=gap(n))
-        u, lam, e, on = _newton(pa, pb, r)
-        trial = _normalise(r.normal + u @ _tangents(r.normal), r.normal)
-        a = moved(pa, r.a, lam[:3] @ e[:3], on[:3], trial)
-        b = moved(pb, r.b, lam[3:] @ e[3:], on[3:], -trial)
-        g2 = gap(trial)
+        new = trial(r)
+        if isinstance(pa.shape, Cylinder) or isinstance(pb.shape, Cylinder):
+            at_a = support(pa, n) if isinstance(pa.shape, Cylinder) else r.a
+            at_b = support(pb, -n) if isinstance(pb.shape, Cylinder) else r.b
+            other = trial(r._replace(a=at_a, b=at_b))
+            new = jax.tree.map(lambda x, y: jnp.where(other.dist > new.dist, x, y), other, new)
         # not lower, within round-off: the last steps set the normal, the gap's
         # maximum being flat to second order
-        better = jnp.isfinite(g2) & (g2 >= r.dist - 1e-15 * jnp.abs(r.dist))
-        new = _Result(g2, trial, a, b)
+        better = jnp.isfinite(new.dist) & (new.dist >= r.dist - 1e-15 * jnp.abs(r.dist))
         return jax.tree.map(lambda x, y: jnp.where(better, x, y), new, r)
 
     return jax.lax.fori_loop(0, _POLISH_STEPS, step, r)
