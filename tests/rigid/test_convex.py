@@ -274,8 +274,7 @@ def test_a_cylinder_rim_near_a_mesh_ridge_is_exact():
     rots = Rotation.random(160, random_state=rng).as_matrix()
 
     def rim(rot, pos, n):
-        lo = rot.T @ n
-        return pos + rot @ np.r_[radius * lo[:2] / np.hypot(*lo[:2]), np.sign(lo[2]) * half]
+        return _support_np("cylinder", [radius, half], rot, pos, n)
 
     # each cylinder's lowest point 2 mm above the ridge (the edge y = 0, z = 0.1)
     above = np.stack([rng.uniform(-0.2, 0.2, 160), rng.uniform(-0.01, 0.01, 160)], 1)
