@@ -58,10 +58,7 @@ def unpack(names: list[str]) -> Path:
     """A folder with the pinned wheels `names` unpacked (without their Python files),
     downloaded once with pip."""
     pins = {n: WHEELS[n] for n in names}
-    dest = CACHE / "-".join(f"{n}-{v}" for n, v in pins.items())
-    if not dest.is_dir():
-        download_wheels(pins, dest, lambda member: not member.endswith(".py"))
-    return dest
+    return download_wheels(pins, CACHE, lambda member: not member.endswith(".py"))
 
 
 def census(files: list[Path], root: Path) -> list[dict]:

@@ -46,10 +46,14 @@ def _installed_root(package: str) -> Path | None:
     return Path(spec.origin).parent.parent
 
 
-def download_wheels(pins: dict[str, str], dest: Path, keep: Callable[[str], bool]) -> None:
-    """Download the wheels `pins` (name -> version) with pip and extract their members
-    for which `keep(member)` holds into `dest`; atomic, so concurrent test workers (or
-    a benchmark beside them) never see half a corpus. Raises `OSError` when pip fails."""
+def download_wheels(pins: dict[str, str], cache: Path, keep: Callable[[str], bool]) -> Path:
+    """The folder under `cache` (named after the pins) holding the members of the wheels
+    `pins` (name -> version) for which `keep(member)` holds, downloaded once with pip;
+    atomic, so concurrent test workers (or a benchmark beside them) never see half a
+    corpus. Raises `OSError` when pip fails."""
+    dest = cache / "-".join(f"{name}-{version}" for name, version in pins.items())
+    if dest.is_dir():
+        return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         args = [f"{name}=={version}" for name, version in pins.items()]
@@ -69,6 +73,7 @@ def download_wheels(pins: dict[str, str], dest: Path, keep: Callable[[str], bool
                 z.extractall(out, [m for m in z.namelist() if keep(m)])
         with contextlib.suppress(OSError):  # another worker finished first: keep theirs
             out.rename(dest)
+    return dest
 
 
 def _in_corpus(member: str) -> bool:
@@ -89,15 +94,12 @@ def _root() -> Path:
         gym, dmc = roots["gymnasium"], roots["dm_control"]
         if gym == dmc:
             return gym  # pyright: ignore[reportReturnType]
-    dest = CACHE / "-".join(f"{n}-{v}" for n, v in WHEELS.items())
-    if not dest.is_dir() and not _unavailable:
+    if not _unavailable:
         try:
-            download_wheels(WHEELS, dest, _in_corpus)
+            return download_wheels(WHEELS, CACHE, _in_corpus)
         except (OSError, subprocess.SubprocessError) as e:
             _unavailable.append(f"the real-model corpus is not available (offline?): {e}")
-    if _unavailable:  # one failed download per process, not one per test
-        pytest.skip(_unavailable[0])
-    return dest
+    pytest.skip(_unavailable[0])  # one failed download per process, not one per test
 
 
 def corpus() -> list[tuple[str, Path]]:
