@@ -38,6 +38,10 @@ _POLISH_STEPS = 4  # Newton steps on the normal after EPA
 # Relative tolerances (× the shapes' size): GJK's duality gap, the norm below which the
 # origin is taken to lie in the simplex, and EPA's bound gap.
 _GJK_TOL, _TOUCH_TOL, _EPA_TOL = 1e-13, 1e-12, 1e-10
+# shapes with flat faces (a cylinder's caps), and how many of them, most facing the
+# normal, `_polish` tries as the normal
+_FLAT = (Box, ConvexMesh, Prism, Cylinder)
+_FACES = 8
 
 
 class _Part(NamedTuple):
@@ -75,11 +79,14 @@ def _core_jacobian(p: _Part, local: Array, point: Array) -> Array:
     return p.shape.support_jacobian(local, point)
 
 
+def _world_support(p: _Part, d: Array) -> Array:
+    """The core's support point in the world for a world direction d."""
+    return p.rot @ _core_support(p, p.rot.T @ d) + p.pos
+
+
 def _support(pa: _Part, pb: _Part, d: Array) -> tuple[Array, Array]:
     """World support points of the cores: a = s_A(d), b = s_B(−d)."""
-    a = pa.rot @ _core_support(pa, pa.rot.T @ d) + pa.pos
-    b = pb.rot @ _core_support(pb, pb.rot.T @ -d) + pb.pos
-    return a, b
+    return _world_support(pa, d), _world_support(pb, -d)
 
 
 def _normalise(v: Array, fallback: Array) -> Array:
@@ -367,23 +374,27 @@ def _polish(pa: _Part, pb: _Part, r: _Result) -> _Result:
     the rim, so it reads as a point of the flat cap though the rim supports it (GJK
     stopped short: Baxter's arm against its base). Each step therefore also tries the
     cylinder's witness at its support point, where the cap is flat only if it
-    supports, and keeps the better of the two."""
+    supports, and keeps the better of the two.
+
+    Where two flat faces lie flush, GJK stalls short of the distance and a Newton step
+    cannot reach the kink of the separation's maximum (two hulls 6e-11 m apart read
+    as 3e-8 m deep: the base and shoulder of robosuite's UR5e). Each step therefore
+    also tries as the normal each flat shape's `_FACES` faces most facing it (a mesh's
+    hull triangles: its polygons may merge triangles 0.01 rad apart), whose separation
+    is exact where a vertex, an edge or a face of the other shape rests on the face."""
 
     def gap(n: Array) -> Array:
         a, b = _support(pa, pb, n)
         return jnp.dot(n, b - a)
 
-    def support(p: _Part, d: Array) -> Array:
-        return p.rot @ _core_support(p, p.rot.T @ d) + p.pos
-
     def moved(p: _Part, x: Array, slide: Array, on: Array, d: Array) -> Array:
         local = _onto_core(p, p.rot.T @ (x + slide - p.pos))
-        return jnp.where(jnp.any(on), p.rot @ local + p.pos, support(p, d))
+        return jnp.where(jnp.any(on), p.rot @ local + p.pos, _world_support(p, d))
 
     def refresh(p: _Part, x: Array, d: Array) -> Array:
         """The support point where the core is curved at x; x on a flat part."""
         _, on = _flat_directions(p, p.rot.T @ (x - p.pos))
-        return jnp.where(jnp.any(on), x, support(p, d))
+        return jnp.where(jnp.any(on), x, _world_support(p, d))
 
     def trial(r: _Result) -> _Result:
         u, lam, e, on = _newton(pa, pb, r)
@@ -392,15 +403,36 @@ def _polish(pa: _Part, pb: _Part, r: _Result) -> _Result:
         b = moved(pb, r.b, lam[3:] @ e[3:], on[3:], -n)
         return _Result(gap(n), n, a, b)
 
+    def face(p: _Part, d: Array, on_a: bool) -> _Result:
+        """The best normal among the `_FACES` faces of p's core most facing d (A's
+        faces as they are, B's reversed, from A to B), with the other core's support
+        point and its projection onto the face as the witnesses."""
+        normals = _face_normals(p.shape)
+        _, idx = jax.lax.top_k(normals @ (p.rot.T @ d), min(_FACES, normals.shape[0]))
+        m = normals[idx] @ p.rot.T * (1.0 if on_a else -1.0)
+        g = jax.vmap(gap)(m)
+        m, g = m[jnp.argmax(g)], jnp.max(g)
+        if on_a:
+            b = _world_support(pb, -m)
+            return _Result(g, m, b - g * m, b)
+        a = _world_support(pa, m)
+        return _Result(g, m, a, a + g * m)
+
+    def best(x: _Result, y: _Result) -> _Result:
+        return jax.tree.map(lambda u, v: jnp.where(x.dist > y.dist, u, v), x, y)
+
     def step(_, r: _Result) -> _Result:
         n = r.normal
         r = r._replace(a=refresh(pa, r.a, n), b=refresh(pb, r.b, -n), dist=gap(n))
         new = trial(r)
         if isinstance(pa.shape, Cylinder) or isinstance(pb.shape, Cylinder):
-            at_a = support(pa, n) if isinstance(pa.shape, Cylinder) else r.a
-            at_b = support(pb, -n) if isinstance(pb.shape, Cylinder) else r.b
-            other = trial(r._replace(a=at_a, b=at_b))
-            new = jax.tree.map(lambda x, y: jnp.where(other.dist > new.dist, x, y), other, new)
+            at_a = _world_support(pa, n) if isinstance(pa.shape, Cylinder) else r.a
+            at_b = _world_support(pb, -n) if isinstance(pb.shape, Cylinder) else r.b
+            new = best(trial(r._replace(a=at_a, b=at_b)), new)
+        if isinstance(pa.shape, _FLAT):
+            new = best(face(pa, n, True), new)
+        if isinstance(pb.shape, _FLAT):
+            new = best(face(pb, -n, False), new)
         # not lower, within round-off: the last steps set the normal, the gap's
         # maximum being flat to second order
         better = jnp.isfinite(new.dist) & (new.dist >= r.dist - 1e-15 * jnp.abs(r.dist))
@@ -435,6 +467,19 @@ class _Contact(NamedTuple):
     dist: Array
     normal: Array
     point: Array
+
+
+def _face_normals(shape: AbstractShape) -> Array:
+    """The outward unit normals (F, 3) of a flat-faced shape's faces (its frame)."""
+    if isinstance(shape, Box):
+        eye = jnp.eye(3, dtype=shape.half_extents.dtype)
+        return jnp.concatenate([eye, -eye])
+    if isinstance(shape, Cylinder):
+        return jnp.asarray([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]], jnp.asarray(shape.radius).dtype)
+    if isinstance(shape, Prism):
+        return shape.faces()[0]
+    assert isinstance(shape, ConvexMesh)
+    return shape.facets
 
 
 def _flat_directions(p: _Part, local: Array) -> tuple[Array, Array]:

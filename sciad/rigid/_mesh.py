@@ -44,15 +44,18 @@ def polytope_flat_directions(
     return dirs, flags
 
 
-def _hull_polygons(v: np.ndarray) -> list[list[int]]:
-    """The hull's faces as polygons (vertex ids counter-clockwise seen from outside),
-    coplanar triangles of qhull's merged (relative tolerance 1e-9)."""
+def _qhull(v: np.ndarray) -> scipy.spatial.ConvexHull:
     try:
-        hull = scipy.spatial.ConvexHull(v)
+        return scipy.spatial.ConvexHull(v)
     except scipy.spatial.QhullError as err:
         raise ValueError(
             "ConvexMesh.vertices span no volume (all in a plane or on a line)."
         ) from err
+
+
+def _hull_polygons(hull: scipy.spatial.ConvexHull, v: np.ndarray) -> list[list[int]]:
+    """The hull's faces as polygons (vertex ids counter-clockwise seen from outside),
+    coplanar triangles of qhull's merged (relative tolerance 1e-9)."""
     eq = hull.equations
     key = np.round(np.concatenate([eq[:, :3], eq[:, 3:] / np.max(np.abs(v))], 1) * 1e9)
     _, first, label = np.unique(key, axis=0, return_index=True, return_inverse=True)
@@ -153,6 +156,10 @@ class ConvexMesh(AbstractShape):
     # order, the vertex before it there; −1-padded like `polymap`
     edge_ends: Int[Array, "N Q"]
     graph: tuple[Int[Array, " H"], Int[Array, "H D"], Int[Array, " 27"]] | None
+    # the outward unit normals of qhull's triangles of the hull, distinct: the convex
+    # collision tries them where flat faces lie flush (MuJoCo's polygons merge
+    # triangles up to 0.01 rad apart, too coarse for that)
+    facets: Float[Array, "T 3"]
 
     def __init__(
         self,
@@ -173,8 +180,9 @@ class ConvexMesh(AbstractShape):
             raise TypeError(f"ConvexMesh.vertices must be real numbers; got dtype {v.dtype}.")
         if not np.all(np.isfinite(v)):
             raise ValueError("ConvexMesh.vertices must be finite.")
+        hull = _qhull(v.astype(np.float64))
         if polygons is None:
-            polygons = _hull_polygons(v.astype(np.float64))
+            polygons = _hull_polygons(hull, v.astype(np.float64))
         if any(len(p) < 3 or min(p) < 0 or max(p) >= len(v) for p in polygons):
             raise ValueError("ConvexMesh.polygons: each needs 3 or more vertex ids in range.")
         owners: list[list[int]] = [[] for _ in range(len(v))]
@@ -189,6 +197,8 @@ class ConvexMesh(AbstractShape):
         self.edge_ends = jnp.asarray(_pad([e or [-1] for e in before]), jnp.int32)
         use = graph is not None and len(v) >= HILLCLIMB_MIN
         self.graph = tuple(jnp.asarray(x, jnp.int32) for x in graph) if use else None  # pyright: ignore
+        real = self.vertices.dtype if jnp.issubdtype(self.vertices.dtype, jnp.floating) else None
+        self.facets = jnp.asarray(np.unique(np.round(hull.equations[:, :3], 14), axis=0), real)
 
     def _tetrahedra(self) -> tuple[Array, Array]:
         """The hull's polygons fanned into tetrahedra with the vertices' mean: signed

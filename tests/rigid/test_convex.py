@@ -11,6 +11,7 @@ import sciad
 import sciad.rigid as rigid
 from sciad.rigid._convex import convex_contact
 from sciad.rigid._narrowphase import _COLLIDE, _kind
+from sciad.rigid._polyclip import polytope_contacts
 
 from .scenes import two_free_geoms_touching
 
@@ -301,3 +302,51 @@ def test_a_cylinder_rim_near_a_mesh_ridge_is_exact():
             lambda x, r=rots[i], p=pos[i]: -gap(x, r, p), n, method="Nelder-Mead", options=opts
         ).fun
         assert abs(float(got.dist[i]) - best) <= 1e-12, (i, float(got.dist[i]), best)
+
+
+def test_flush_faces_are_apart_by_their_gap():
+    """Two hulls resting face to face, each face of 400 vertices up to 1 nm out of its
+    plane, the upper turned about the vertical and tilted by up to 3e-8 rad, their
+    gap from −3 nm to 3 nm (float32 vertices leave a robot's designed-flush links so:
+    robosuite's UR5e base and shoulder, 6e-11 m apart, read as 3e-8 m deep). GJK
+    stalls short of such a gap; the distance must be the maximum separation over
+    directions (Nelder–Mead from the returned normal and the vertical) to 1e-12
+    (measured 4e-24; before the polish tried face normals, 2.0e-9 and the wrong sign
+    at 8 of the 40 poses)."""
+    rng = np.random.default_rng(0)
+
+    def slab(half, side):
+        face = np.c_[rng.uniform(-half, half, (400, 2)), side * rng.uniform(0, 1e-9, 400)]
+        corners = np.array([[x, y, 0.0] for x in (-half, half) for y in (-half, half)])
+        return np.concatenate([face, corners, corners + [0, 0, side * 0.05]])
+
+    below, above = slab(0.1, -1.0), slab(0.07, 1.0)
+    turn = np.c_[rng.uniform(0, 2 * np.pi, 40), rng.uniform(-3e-8, 3e-8, 40)]
+    rots = Rotation.from_euler("zx", turn).as_matrix()
+    pos = np.c_[rng.uniform(-0.02, 0.02, (40, 2)), rng.uniform(-3e-9, 3e-9, 40)]
+    a, b = rigid.ConvexMesh(below), rigid.ConvexMesh(above)
+    batched = jax.jit(
+        jax.vmap(lambda rb, pb: convex_contact(a, jnp.eye(3), jnp.zeros(3), b, rb, pb))
+    )
+    got = batched(jnp.asarray(rots), jnp.asarray(pos))
+
+    def gap(n, rot, p):
+        n = n / np.linalg.norm(n)
+        return np.min((above @ rot.T + p) @ n) - np.max(below @ n)
+
+    clipped = jax.jit(
+        jax.vmap(lambda rb, pb: polytope_contacts(a, jnp.eye(3), jnp.zeros(3), b, rb, pb))
+    )(jnp.asarray(rots), jnp.asarray(pos))
+    touching = np.sum(np.asarray(clipped.dist) < 0, axis=1)
+    opts = dict(xatol=1e-15, fatol=1e-19, maxiter=20000)
+    for i in range(40):
+        best = max(
+            -minimize(
+                lambda x, r=rots[i], p=pos[i]: -gap(x, r, p), x0, method="Nelder-Mead", options=opts
+            ).fun
+            for x0 in (np.asarray(got.normal[i]), np.array([0.0, 0.0, 1.0]))
+        )
+        assert abs(float(got.dist[i]) - best) <= 1e-12, (i, float(got.dist[i]), best)
+        # MuJoCo's contact set: points clipped face against face where the hulls
+        # overlap, none where they are apart
+        assert (touching[i] >= 1) == (best < 0), (i, touching[i], best)
