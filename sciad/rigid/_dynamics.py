@@ -228,6 +228,39 @@ def velocities(mb: Anything, f: Frames, v: V) -> tuple[Array, Array]:
     return jnp.asarray(topo.anc, v.dtype) @ v_joint, v_joint
 
 
+def to_dofs(mb: Anything, f: Frames, w: Array) -> Array:
+    """Generalised forces (nv,) of body wrenches about the world origin (n, 6)."""
+    topo = mb.topology
+    anc = jnp.asarray(topo.anc, w.dtype)
+    return jnp.sum(f.subspace * (anc.T @ w)[topo.dof_body], axis=-1)
+
+
+def fluid_force(mb: Anything, f: Frames, v: V) -> V:
+    """The medium's fluid forces as generalised forces, shape (nv,)."""
+    vb, _ = velocities(mb, f, v)
+    return to_dofs(mb, f, fluid_forces(mb, f.rot, f.pos, f.com, vb))
+
+
+def coriolis_force(mb: Anything, f: Frames, v: V) -> V:
+    """The velocity-product (Coriolis, centrifugal, gyroscopic) forces: RNEA with
+    zero joint accelerations and no gravity, shape (nv,)."""
+    topo = mb.topology
+    vb, v_joint = velocities(mb, f, v)
+    v_parent = jnp.asarray(topo.anc_strict, v.dtype) @ v_joint
+    ab = cross_motion(v_parent, v_joint)
+    if any(type(j).bias_acceleration is not AbstractJoint.bias_acceleration for j in mb.joints):
+        (extra,) = map_joints(
+            mb,
+            lambda j, sj, vj: (j.bias_acceleration(sj, vj),),
+            ((f.subspace, "v"), (v, "v")),
+            ("b",),
+        )
+        ab = ab + extra
+    ab = jnp.asarray(topo.anc, v.dtype) @ ab
+    fb = matvec(f.inertia, ab) + cross_force(vb, matvec(f.inertia, vb))
+    return to_dofs(mb, f, fb)
+
+
 def terms(
     mb,
     t: RealScalarLike,
@@ -244,23 +277,16 @@ def terms(
     topo = mb.topology
     f = frames(mb, q, v) if f is None else f
     dt_ = v.dtype
-    anc = jnp.asarray(topo.anc, dt_)
     db = topo.dof_body
     s = f.subspace
     passive, damping, armature = f.passive, f.damping, f.armature
-
-    def to_dofs(w: Array) -> Array:
-        """Generalised forces of body wrenches about the world origin (n, 6)."""
-        return jnp.sum(s * (anc.T @ w)[db], axis=-1)
-
-    vb, v_joint = velocities(mb, f, v)
     # External forces: gravity, and applied wrenches at the centres of mass.
     weight = mb.mass[:, None] * mb.gravity[None, :]
-    gravity = to_dofs(wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
+    gravity = to_dofs(mb, f, wrench_at_origin(f.com, weight, jnp.zeros_like(weight)))
     routed = None
     if mb.has_gravcomp:  # −gravcomp · weight at each centre of mass (MuJoCo's mj_gravcomp)
         lift = -mb.gravcomp[:, None] * weight
-        comp = to_dofs(wrench_at_origin(f.com, lift, jnp.zeros_like(lift)))
+        comp = to_dofs(mb, f, wrench_at_origin(f.com, lift, jnp.zeros_like(lift)))
         by_actuators = np.zeros(mb.nv, bool)
         for j, adr in zip(mb.joints, topo.dadr, strict=True):
             by_actuators[adr : adr + type(j).nv] = j.gravcomp_by_actuators
@@ -273,23 +299,13 @@ def terms(
         applied = applied + tendon_passive_force(mb, f, v)
     if mb.wrench is not None:
         w = mb.wrench(t, q, v)
-        applied = applied + to_dofs(wrench_at_origin(f.com, w[:, :3], w[:, 3:]))
+        applied = applied + to_dofs(mb, f, wrench_at_origin(f.com, w[:, :3], w[:, 3:]))
     if mb.medium is not None:  # fluid forces (drag) at the centres of mass
-        applied = applied + to_dofs(fluid_forces(mb, f.rot, f.pos, f.com, vb))
+        applied = applied + fluid_force(mb, f, v)
     if not inertial:
         empty = jnp.zeros((0,), dt_)
         return Terms(empty, empty, gravity, applied, damping)
-    # RNEA with zero joint accelerations: the velocity-product forces.
-    v_parent = jnp.asarray(topo.anc_strict, dt_) @ v_joint
-    ab = cross_motion(v_parent, v_joint)
-    if any(type(j).bias_acceleration is not AbstractJoint.bias_acceleration for j in mb.joints):
-        (extra,) = map_joints(
-            mb, lambda j, sj, vj: (j.bias_acceleration(sj, vj),), ((s, "v"), (v, "v")), ("b",)
-        )
-        ab = ab + extra
-    ab = anc @ ab
-    fb = matvec(f.inertia, ab) + cross_force(vb, matvec(f.inertia, vb))
-    coriolis = to_dofs(fb)
+    coriolis = coriolis_force(mb, f, v)
     # CRBA: M[k, l] = S_k · I^c_{body(l)} S_l when body(k) is an ancestor of body(l)
     # (I^c: the composite inertia of the subtree), mirrored.
     # I^c_{body(l)} S_l = Σ_{i in the subtree of body(l)} I_i S_l: one fused

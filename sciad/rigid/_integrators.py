@@ -11,6 +11,7 @@ from .._core._integrator import AbstractIntegrator, RK4
 from .._core._model import AbstractModel
 from .._core._results import RESULTS
 from .._core._types import BoolScalar, RealScalarLike, State
+from ._implicit import check_implicit
 from ._joints import FreeJoint
 from ._multibody import MultiBody
 
@@ -86,28 +87,39 @@ class SemiImplicitEuler(AbstractIntegrator):
     contacts from penetrating, with Coulomb friction and restitution, and the joints
     within their limits), differentiated implicitly; a solve that does not converge
     is reported as `RESULTS.solver_failed`.
-    With `implicit_damping` the joint damping D is integrated implicitly,
-    (M + h D) v̇ = τ − b, exactly as MuJoCo's default Euler integrator does; without
-    damping the two agree. One dynamics evaluation per step. It does not conserve
-    energy for spinning bodies: the gyroscopic term is explicit (a torque-free
-    diag(1, 2, 3) body gains energy; see docs/rigid.md).
+
+    `implicit` names the velocity derivatives D of the forces that the velocity
+    update takes implicitly, (M − h D) v̇ = τ − b (with constraints: the constraint
+    forces from the solve with M, then this matrix), as MuJoCo's integrators do:
+
+    - `"damping"` (default): the joint damping, MuJoCo's `Euler` (exactly).
+    - `"fast"`: MuJoCo's `implicitfast` (exactly): also the actuators' velocity gains
+      (a position servo's kv, except where its force is at its `force_range`), the
+      tendons' damping and the symmetric part of the fluid forces' derivative; a free
+      body alone in its tree takes its gyroscopic and fluid derivatives whole. Stable
+      with the stiff velocity gains of robot models, which explicit Euler is not.
+    - `"full"`: MuJoCo's `implicit` (exactly): all of these and the Coriolis and
+      gyroscopic forces' derivative, by an LU solve.
+    - `"none"`: explicit.
+
+    As in MuJoCo, D keeps only the couplings of dofs on one branch of the tree (see
+    docs/rigid.md, "Integrators"). One dynamics evaluation per step; `"full"` and
+    fluids add one forward-mode Jacobian. With `"none"` or `"damping"` it does not
+    conserve energy for spinning bodies: the gyroscopic term is explicit (a
+    torque-free diag(1, 2, 3) body gains energy; see docs/rigid.md).
     Reference: Hairer, Lubich & Wanner, *Geometric Numerical Integration* (2006),
     §VI.3; MuJoCo documentation, "Numerical integration".
 
-    **Arguments:** `implicit_damping`: bool, default True.
+    **Arguments:** `implicit`: `"damping"` (default), `"fast"`, `"full"` or `"none"`.
 
-    **Example:** `sciad.simulate(model, y0, dt=1e-3, n_steps=1000, integrator=sciad.rigid.SemiImplicitEuler())`
+    **Example:** `sciad.simulate(model, y0, dt=1e-3, n_steps=1000, integrator=sciad.rigid.SemiImplicitEuler(implicit="fast"))`
     """
 
-    implicit_damping: bool = eqx.field(default=True, static=True)
+    implicit: str = eqx.field(default="damping", static=True)
     requires_separable: ClassVar[bool] = False
 
     def __check_init__(self):
-        if not isinstance(self.implicit_damping, bool):
-            raise TypeError(
-                f"SemiImplicitEuler.implicit_damping must be True or False; got "
-                f"{self.implicit_damping!r}."
-            )
+        check_implicit(self.implicit, "SemiImplicitEuler")
 
     def order(self) -> int:
         """1."""
@@ -139,19 +151,10 @@ class SemiImplicitEuler(AbstractIntegrator):
         act = rest[0] if rest else None
         tail = _next_activation(mb, t, dt, y)
         if not mb.constrained:
-            acc = mb.accelerations(
-                t,
-                q,
-                v,
-                implicit_damping_dt=dt if self.implicit_damping else None,
-                act=act,
-                act_dt=dt,
-            )
+            acc = mb.accelerations(t, q, v, dt, implicit=self.implicit, act=act, act_dt=dt)
             v = v + dt * acc
             return (mb.integrate_positions(q, dt * v), v, *tail), state
-        v, ok = mb.constrained_velocity(
-            t, dt, q, v, implicit_damping=self.implicit_damping, act=act
-        )
+        v, ok = mb.constrained_velocity(t, dt, q, v, implicit=self.implicit, act=act)
         return (mb.integrate_positions(q, jnp.asarray(dt) * v), v, *tail), _failed(state, ok)
 
     def status(self, state: ConstraintSolveState) -> RESULTS:
@@ -229,7 +232,7 @@ class RKMK4(AbstractIntegrator):
             acti = acti if act else None
             if not mb.constrained:
                 return mb.accelerations(ti, qi, vi, act=acti, act_dt=dt), jnp.asarray(True)
-            v_plus, ok = mb.constrained_velocity(ti, dt, qi, vi, implicit_damping=False, act=acti)
+            v_plus, ok = mb.constrained_velocity(ti, dt, qi, vi, implicit="none", act=acti)
             return (v_plus - vi) / dt, ok
 
         def stage(carry, ab):

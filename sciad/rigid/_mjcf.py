@@ -66,8 +66,9 @@ class MJCFModel(eqx.Module):
       zero velocity, shapes `(nq,)` and `(nv,)`; for a model with activation states
       `(q0, v0, act0)`, act0 = 0 of shape `(na,)` (MuJoCo's `act`, in its order).
     - `dt`: the `<option timestep>` (time units).
-    - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicit and implicitfast
-      integrators, `RKMK4` for RK4 (see [`from_mujoco`][sciad.rigid.from_mujoco]).
+    - `integrator`: `SemiImplicitEuler` for MuJoCo's Euler, implicitfast and implicit
+      integrators (`implicit="damping"`, `"fast"`, `"full"`), `RKMK4` for RK4 (see
+      [`from_mujoco`][sciad.rigid.from_mujoco]).
     - `qpos_offset`: shape `(nq,)`, the hinges' and sliders' `ref` (zero elsewhere).
     - `geom_ids`: the MuJoCo geom id of each of `model.geoms`.
 
@@ -275,8 +276,11 @@ def _integrator(m: Any, mujoco: Any) -> AbstractIntegrator:
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_RK4):
         return RKMK4()
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_EULER):
-        return SemiImplicitEuler(implicit_damping=not disabled(m, mujoco, "mjDSBL_EULERDAMP"))
-    return SemiImplicitEuler(implicit_damping=True)
+        damped = not disabled(m, mujoco, "mjDSBL_EULERDAMP")
+        return SemiImplicitEuler(implicit="damping" if damped else "none")
+    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
+        return SemiImplicitEuler(implicit="fast")
+    return SemiImplicitEuler(implicit="full")
 
 
 # --------------------------------------------------------------------------- conversion
@@ -359,22 +363,19 @@ def from_mujoco(m: Any, *, control: AbstractControl | None = None) -> MJCFModel:
       `frictionloss` with `solreffriction`/`solimpfriction`; the dofs' `dof_invweight0`
       for its row.
     - **options**: `gravity`, `timestep` and `integrator`: Euler →
-      `SemiImplicitEuler(implicit_damping=True)` (exactly MuJoCo's Euler, whose joint
-      damping is implicit; `implicit_damping=False` if the `eulerdamp` flag is
-      disabled); RK4 → [`RKMK4`][sciad.rigid.RKMK4], which, as MuJoCo's RK4, solves
-      the contacts and hard limits at every stage (its stage accelerations are the
-      constrained ones over the step), so it is MuJoCo's RK4 to round-off wherever no
-      constraint acts; implicit and implicitfast →
-      `SemiImplicitEuler(implicit_damping=True)`, which treats the joint damping
-      implicitly but, unlike MuJoCo, the velocity terms of actuators (and, for
-      implicit, the Coriolis forces) explicitly: the same to first order, not to
-      round-off. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
+      `SemiImplicitEuler(implicit="damping")` (exactly MuJoCo's Euler, whose joint
+      damping is implicit; `implicit="none"` if the `eulerdamp` flag is disabled);
+      implicitfast → `SemiImplicitEuler(implicit="fast")` and implicit →
+      `SemiImplicitEuler(implicit="full")` (MuJoCo's: the actuators' velocity gains,
+      damping, fluid and, for implicit, Coriolis derivatives taken implicitly); RK4 →
+      [`RKMK4`][sciad.rigid.RKMK4], which, as MuJoCo's RK4, solves the contacts and
+      hard limits at every stage (its stage accelerations are the constrained ones
+      over the step), so it is MuJoCo's RK4 to round-off wherever no constraint
+      acts. The `gravity`, `damper`, `limit`, `constraint`, `clampctrl` and
       `eulerdamp` disable flags are honoured. `density`, `viscosity` and `wind`
       become the model's [`Medium`][sciad.rigid.Medium], and each geom with
       `fluidshape="ellipsoid"` a [`FluidEllipsoid`][sciad.rigid.FluidEllipsoid] with
-      its `fluidcoef` and MuJoCo's added mass (MuJoCo's two fluid models; fluid
-      forces are explicit, as in MuJoCo's Euler and RK4, while its implicit
-      integrators also treat their velocity derivatives implicitly).
+      its `fluidcoef` and MuJoCo's added mass (MuJoCo's two fluid models).
     - **geoms** that collide (planes, spheres, capsules, boxes, cylinders) with
       their three `friction` coefficients (sliding, torsional, rolling), `condim` (1,
       3, 4 or 6; a pair takes the larger, as in MuJoCo) and `priority` (a pair of

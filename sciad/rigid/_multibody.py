@@ -46,6 +46,7 @@ from ._equality import (
 from ._fluid import Medium
 from ._geom import ContactModel, ContactPair, Geom
 from ._impedance import InverseWeights, RowBlock
+from ._implicit import check_implicit, solve, step_matrix
 from ._joints import AbstractJoint, FixedJoint, FreeJoint
 from ._site_actuator import SiteActuator
 from ._spatial import (
@@ -569,8 +570,9 @@ class MultiBody(AbstractModel):
         t: RealScalarLike,
         q: Q,
         v: V,
-        implicit_damping_dt: RealScalarLike | None = None,
+        implicit_dt: RealScalarLike | None = None,
         *,
+        implicit: str = "damping",
         act: A | None = None,
         act_dt: RealScalarLike | None = None,
     ) -> V:
@@ -579,9 +581,12 @@ class MultiBody(AbstractModel):
         **Arguments:**
 
         - `t`, `q`, `v`: time and state.
-        - `implicit_damping_dt`: if given (a step h), solve (M + h D) v̇ = τ − b instead:
-          the damping D is then integrated implicitly by a semi-implicit Euler step, as
-          MuJoCo's Euler integrator does.
+        - `implicit_dt`: if given (a step h), solve (M − h D) v̇ = τ − b instead, D
+          the velocity derivatives that `implicit` names (see
+          [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]): a semi-implicit Euler
+          step then integrates them implicitly, as MuJoCo's Euler (`"damping"`: the
+          joint damping), `implicitfast` (`"fast"`) and `implicit` (`"full"`) do.
+        - `implicit`: `"none"`, `"damping"` (default), `"fast"` or `"full"`.
         - `act`: the activations, shape `(na,)` (needed when `na > 0`).
         - `act_dt`: the step over which actuators with `early` activation advance
           theirs before acting (MuJoCo's `actearly`; needed only by them).
@@ -590,12 +595,14 @@ class MultiBody(AbstractModel):
 
         **Example:** `qacc = model.accelerations(0.0, q, v)`
         """
-        terms = self._terms(t, q, v, act=act, act_dt=act_dt)
-        m = terms.mass_matrix
-        if implicit_damping_dt is not None:
-            m = m + jnp.diag(implicit_damping_dt * terms.damping)
+        check_implicit(implicit, "accelerations")
+        f = self._frames(q, v)
+        terms = self._terms(t, q, v, f, act=act, act_dt=act_dt)
         rhs = terms.applied + terms.gravity - terms.coriolis
-        return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(m), rhs)
+        if implicit_dt is None:
+            return solve(terms.mass_matrix, True, rhs)
+        h, symmetric = step_matrix(self, t, q, v, f, terms, implicit_dt, implicit, act)
+        return solve(h, symmetric, rhs)
 
     def inverse_dynamics(self, t: RealScalarLike, q: Q, v: V, qacc: V) -> V:
         """The extra generalised force that produces accelerations `qacc`:
@@ -663,7 +670,7 @@ class MultiBody(AbstractModel):
         q: Q,
         v: V,
         *,
-        implicit_damping: bool = True,
+        implicit: str = "damping",
         act: A | None = None,
     ) -> tuple[V, Array]:
         """The velocity after a step of length `dt` from (t, q, v) with the contacts and
@@ -675,13 +682,15 @@ class MultiBody(AbstractModel):
         and M⁻¹Jᵀ for every constraint row; the rows' references and regularisations
         (each row's MuJoCo `Impedance`, its time constant at least 2·dt) then define the convex
         problem of [`ContactModel`][sciad.rigid.ContactModel], solved by Newton's
-        method from a warm start at v and differentiated implicitly. With
-        `implicit_damping` (MuJoCo's Euler) the joint damping D is then applied
-        implicitly: v + (M + dt·D)⁻¹ M (v⁺ − v).
+        method from a warm start at v and differentiated implicitly. The velocity
+        derivatives D that `implicit` names are then applied implicitly, as MuJoCo's
+        integrators do: v + (M − dt·D)⁻¹ M (v⁺ − v) (`"damping"`, MuJoCo's Euler: the
+        joint damping; `"fast"` and `"full"`: MuJoCo's `implicitfast` and `implicit`,
+        see [`SemiImplicitEuler`][sciad.rigid.SemiImplicitEuler]; `"none"`: v⁺).
 
         **Arguments:** `t` (time), `dt` (> 0), `q` shape `(nq,)`, `v` shape `(nv,)`;
-        `implicit_damping` (bool, default True); `act`: the activations, shape
-        `(na,)` (needed when `na > 0`).
+        `implicit`: `"none"`, `"damping"` (default), `"fast"` or `"full"`; `act`: the
+        activations, shape `(na,)` (needed when `na > 0`).
 
         **Returns:** `(v⁺, converged)`: shape `(nv,)` and a boolean scalar.
 
@@ -693,7 +702,8 @@ class MultiBody(AbstractModel):
                 "losses, tendon limits or equalities); this MultiBody has none (use "
                 "accelerations)."
             )
-        return _step.constrained_velocity(self, t, dt, q, v, implicit_damping, act)
+        check_implicit(implicit, "constrained_velocity")
+        return _step.constrained_velocity(self, t, dt, q, v, implicit, act)
 
     def _limits(self, f: Frames) -> RowBlock:
         """The hard limits' constraint rows, one per limited joint: values r (L,)

@@ -18,6 +18,7 @@ from ._constraint_solver import (
     solve_contacts,
 )
 from ._impedance import RowBlock
+from ._implicit import solve, step_matrix
 from ._noslip import noslip, NoslipItems
 
 
@@ -52,7 +53,7 @@ def constrained_velocity(
     dt: RealScalarLike,
     q: Anything,
     v: Anything,
-    implicit_damping: bool,
+    implicit: str,
     act: Anything = None,
 ) -> tuple[Anything, Anything]:
     """v⁺ after a step `dt` from (t, q, v) (and activations `act`) of the `MultiBody`
@@ -151,15 +152,13 @@ def constrained_velocity(
             jnp.diag(m),
             dof_tree,
         )
-    if implicit_damping:
-        # MuJoCo's Euler: the constraint forces from the solve with M, then the damping
-        # implicitly, v⁺ = v + (M + h D)⁻¹ h (f + f_c) with h f_c = M (v⁺ − v_free),
-        # that is v + (M + h D)⁻¹ M (v⁺ − v).
+    if implicit != "none":
+        # MuJoCo's Euler and implicit integrators: the constraint forces from the solve
+        # with M, then the velocity derivatives D implicitly, v⁺ = v + H⁻¹ h (f + f_c)
+        # with H = M − h D and h f_c = M (v⁺ − v_free), that is v + H⁻¹ M (v⁺ − v).
         # The barrier keeps the factorisation after the Newton loop: two batched LAPACK
         # calls in flight at once can deadlock jaxlib's CPU thread pool (design.md).
-        m_damped, rhs = jax.lax.optimization_barrier(
-            (m + jnp.diag(dt * terms.damping), m @ (v_plus - v))
-        )
-        factor = jax.scipy.linalg.cho_factor(m_damped)
-        v_plus = v + jax.scipy.linalg.cho_solve(factor, rhs)
+        h, symmetric = step_matrix(mb, t, q, v, f, terms, dt, implicit, act)
+        h, rhs = jax.lax.optimization_barrier((h, m @ (v_plus - v)))
+        v_plus = v + solve(h, symmetric, rhs)
     return v_plus, ok

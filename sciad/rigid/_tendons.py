@@ -536,6 +536,12 @@ def tendon_passive_force(mb: Anything, f: Anything, v: V) -> V:
     return jac.T @ force
 
 
+def tendon_damping_derivative(mb: Anything, f: Anything, dtype: Anything) -> Array:
+    """∂/∂v of the tendons' damping forces, −Jᵀ diag(b) J, shape (nv, nv)."""
+    _, jac = f.tendons
+    return -jac.T @ (_stacked(mb, "damping", dtype)[:, None] * jac)
+
+
 def tendon_energy(mb: Anything, f: Anything) -> FloatScalar:
     """The tendon springs' ½ k x² (x the stretch beyond the dead band)."""
     length, _ = f.tendons

@@ -1101,10 +1101,11 @@ VALIDATION_CASES = [
         "dt must be positive",
     ),
     (
-        "rigid semi-implicit flag type",
-        lambda: rigid.SemiImplicitEuler(implicit_damping="yes"),
-        TypeError,
-        "SemiImplicitEuler.implicit_damping must be True or False",
+        "rigid semi-implicit mode",
+        lambda: rigid.SemiImplicitEuler(implicit="implicitfast"),
+        ValueError,
+        "SemiImplicitEuler.implicit must be one of 'none', 'damping', 'fast', 'full'; "
+        "got 'implicitfast'",
     ),
     (
         "rigid contacts under FreeBodySplitting",

@@ -201,7 +201,7 @@ def test_gradients_through_the_clamps():
     ctrl = jnp.asarray([0.3, 0.2, 0.25, 0.6])
     mj = rigid.from_mujoco(m, control=rigid.ConstantControl(ctrl))
     y0 = (mj.y0[0] + 0.1, mj.y0[1])
-    fn = _final(mj, y0, rigid.SemiImplicitEuler(implicit_damping=True))
+    fn = _final(mj, y0, rigid.SemiImplicitEuler())
     p0 = (ctrl, jnp.asarray(0.6))
     flat, unravel = jax.flatten_util.ravel_pytree(p0)
     value_and_grad = jax.jit(jax.value_and_grad(lambda x: fn(unravel(x))))
@@ -331,7 +331,7 @@ def test_gradient_through_a_site_transmission():
     m = mujoco.MjModel.from_xml_string(_thrusters())
     ctrl = jnp.asarray(THRUST_CTRL)
     mj = rigid.from_mujoco(m, control=rigid.ConstantControl(ctrl))
-    integrator = rigid.SemiImplicitEuler(implicit_damping=True)
+    integrator = rigid.SemiImplicitEuler()
 
     def fn(x):
         model = eqx.tree_at(lambda mb: mb.actuators[4].gear, mj.model, x[:6])

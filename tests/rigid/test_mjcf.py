@@ -257,18 +257,16 @@ def test_options_and_flags():
         )
 
     base = load('timestep="0.005" gravity="0 1 -3"')
-    assert base.dt == 0.005 and base.integrator == rigid.SemiImplicitEuler(implicit_damping=True)
+    assert base.dt == 0.005 and base.integrator == rigid.SemiImplicitEuler(implicit="damping")
     np.testing.assert_array_equal(np.asarray(base.model.gravity), [0.0, 1.0, -3.0])
     joint = base.model.joints[0]
     assert isinstance(joint, rigid.HingeJoint) and float(joint.damping) == 0.5
     assert joint.range is not None and base.model.actuators[0].ctrl_range is not None
     # RK4 maps to RKMK4, with a hard limit (a constraint) too: it solves it per stage.
     assert isinstance(load('integrator="RK4"').integrator, rigid.RKMK4)
-    for name in ("implicit", "implicitfast"):
-        assert load(f'integrator="{name}"').integrator == rigid.SemiImplicitEuler()
-    assert load(flags='eulerdamp="disable"').integrator == rigid.SemiImplicitEuler(
-        implicit_damping=False
-    )
+    for name, mode in (("implicit", "full"), ("implicitfast", "fast")):
+        assert load(f'integrator="{name}"').integrator == rigid.SemiImplicitEuler(implicit=mode)
+    assert load(flags='eulerdamp="disable"').integrator == rigid.SemiImplicitEuler(implicit="none")
     np.testing.assert_array_equal(np.asarray(load(flags='gravity="disable"').model.gravity), 0.0)
     undamped = load(flags='damper="disable"').model.joints[0]
     unlimited = load(flags='limit="disable"').model.joints[0]
