@@ -24,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._core._types import Anything, RealScalarLike
-from .._core._validate import is_concrete
 from ._actuators import actuator_velocity_derivative
 from ._dynamics import coriolis_force, fluid_force, Frames, Terms
 from ._joints import FreeJoint
@@ -43,16 +42,14 @@ def check_implicit(value: object, owner: str) -> None:
 
 def standalone_free_dofs(mb: Anything) -> np.ndarray:
     """The dofs (static) of the free joints whose body is alone in its tree: a child
-    of the world with no descendants but massless ones (MuJoCo's `mj_isFreeBody`)."""
-    parents = np.asarray(mb.parents)
+    of the world with no descendants (MuJoCo's `mj_isFreeBody`; `load_mjcf` folds
+    massless children into their parent, as MuJoCo's test on the subtree's mass
+    ignores them)."""
     topo = mb.topology
     dofs = []
     for i, j in enumerate(mb.joints):
-        if not isinstance(j, FreeJoint) or parents[i] >= 0:
-            continue
-        below = np.flatnonzero(topo.anc_strict[:, i])
-        massless = all(is_concrete(mb.mass[k]) and float(mb.mass[k]) == 0 for k in below)
-        if massless and not any(type(mb.joints[k]).nv for k in below):
+        alone = mb.parents[i] < 0 and not topo.anc_strict[:, i].any()
+        if isinstance(j, FreeJoint) and alone:
             dofs.extend(range(topo.dadr[i], topo.dadr[i] + 6))
     return np.asarray(dofs, np.int64)
 
