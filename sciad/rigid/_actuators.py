@@ -547,9 +547,9 @@ def actuator_velocity_derivative(
     acts = mb.actuators
     force, moment = _actuator_forces(mb, t, q, v, f, act, dt)
     slope = stacked(acts, "bias_velocity", v.dtype)
-    idx = np.asarray([i for i, a in enumerate(acts) if a.force_range is not None], np.int64)
-    if idx.size:
-        lo, hi = _bounds(len(acts), [acts[i].force_range for i in idx], idx, v.dtype)
+    bounds = _force_bounds(acts, v.dtype)
+    if bounds is not None:
+        lo, hi = bounds
         slope = jnp.where((force <= lo) | (force >= hi), jnp.zeros_like(slope), slope)
     return moment.T @ (slope[:, None] * moment)
 
@@ -565,13 +565,19 @@ def _bounds(n: int, ranges: Sequence[Array], idx: np.ndarray, dtype: Any) -> tup
     return lo, hi
 
 
-def _clip_forces(acts: Sequence[Anything], force: Array) -> Array:
-    """Each actuator's force clipped to its `force_range` (MuJoCo's `forcerange`)."""
+def _force_bounds(acts: Sequence[Anything], dtype: Any) -> tuple[Array, Array] | None:
+    """The actuators' `force_range` bounds (k,) each (unbounded where it is `None`);
+    `None` when no actuator has one."""
     idx = np.asarray([i for i, a in enumerate(acts) if a.force_range is not None], np.int64)
     if not idx.size:
-        return force
-    lo, hi = _bounds(len(acts), [acts[i].force_range for i in idx], idx, force.dtype)
-    return jnp.clip(force, lo, hi)
+        return None
+    return _bounds(len(acts), [acts[i].force_range for i in idx], idx, dtype)
+
+
+def _clip_forces(acts: Sequence[Anything], force: Array) -> Array:
+    """Each actuator's force clipped to its `force_range` (MuJoCo's `forcerange`)."""
+    bounds = _force_bounds(acts, force.dtype)
+    return force if bounds is None else jnp.clip(force, *bounds)
 
 
 def _scale_tendon_forces(mb: Anything, force: Array) -> Array:
