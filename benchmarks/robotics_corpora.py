@@ -4,7 +4,9 @@ metaworld, myosuite and robosuite wheels that MuJoCo C compiles into a model wit
 blocks), and, with `--compare STEPS`, each loaded model run beside `mj_step`.
 
 The comparison starts from the model's default state (`qpos0`, zero velocity and
-controls) and converges MuJoCo's constraint solve (`tolerance` 0, which turns off its
+controls), or with `--keyframe K` from its keyframe K (MuJoCo Menagerie's robots
+rest at `qpos0` in poses their own links overlap, and name a "home" keyframe), and
+converges MuJoCo's constraint solve (`tolerance` 0, which turns off its
 early stops; 1,000 iterations at most) and its convex collision (`ccd_tolerance`
 1e-15, 1,000 iterations): sciad's solve runs to convergence, MuJoCo's default stops at 1e-8 and can leave 1e-5 in a stiff
 direction's velocity; sciad's contact points are exact, MuJoCo's GJK stops at 1e-6
@@ -86,10 +88,23 @@ def census(files: list[Path], root: Path) -> list[dict]:
     return rows
 
 
-def mujoco_run(m, qpos0, steps: int):
-    """`steps` of `mj_step` from `qpos0` at rest: qpos (steps, nq), qvel, contact counts."""
+def start_state(m, key: int | None):
+    """qpos, qvel and ctrl of keyframe `key` where the model has it, else qpos0 at rest
+    with zero controls."""
+    if key is not None and key < m.nkey:
+        return m.key_qpos[key].copy(), m.key_qvel[key].copy(), m.key_ctrl[key].copy()
+    return m.qpos0.copy(), np.zeros(m.nv), np.zeros(m.nu)
+
+
+def mujoco_run(m, qpos0, steps: int, qvel0=None, ctrl=None):
+    """`steps` of `mj_step` from `qpos0` (at rest, or `qvel0`) with constant controls
+    `ctrl` (zero): qpos (steps, nq), qvel, contact counts."""
     d = mujoco.MjData(m)
     d.qpos[:] = qpos0
+    if qvel0 is not None:
+        d.qvel[:] = qvel0
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
     qpos, qvel, ncon = [], [], []
     for _ in range(steps):
         mujoco.mj_step(m, d)
@@ -99,24 +114,27 @@ def mujoco_run(m, qpos0, steps: int):
     return np.asarray(qpos), np.asarray(qvel), np.asarray(ncon)
 
 
-def compare(path: str, steps: int) -> str:
-    """One model `steps` steps beside `mj_step` with MuJoCo's solve converged; a table
-    row's cells, with MuJoCo's chaos floor (its own runs from qpos0 moved by ±1e-12)."""
+def compare(path: str, steps: int, key: int | None = None) -> str:
+    """One model `steps` steps beside `mj_step` with MuJoCo's solve converged, from
+    keyframe `key` (where the model has it) or qpos0; a table row's cells, with
+    MuJoCo's chaos floor (its own runs from the start moved by ±1e-12)."""
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.tolerance, m.opt.iterations = 0.0, 1000
     m.opt.ccd_tolerance, m.opt.ccd_iterations = 1e-15, 1000
+    qpos0, qvel0, ctrl = start_state(m, key)
+    control = rigid.ConstantControl(jnp.asarray(ctrl)) if m.nu else None
     with warnings.catch_warnings(), quiet_mujoco():
         warnings.simplefilter("ignore")
-        mj = rigid.from_mujoco(m)
-    qpos, qvel, ncon = mujoco_run(m, m.qpos0, steps)
+        mj = rigid.from_mujoco(m, control=control)
+    qpos, qvel, ncon = mujoco_run(m, qpos0, steps, qvel0, ctrl)
     # a start moved either way: a joint resting exactly on a limit (dist 0) is held or
     # not by round-off, so one sign alone can miss MuJoCo's own divergence
-    moved = [mujoco_run(m, m.qpos0 + s, steps)[0] for s in (1e-12, -1e-12)]
+    moved = [mujoco_run(m, qpos0 + s, steps, qvel0, ctrl)[0] for s in (1e-12, -1e-12)]
     start = time.perf_counter()
-    q0 = mj.qpos_to_q(jnp.asarray(m.qpos0))
+    q0 = mj.qpos_to_q(jnp.asarray(qpos0))
     traj = sciad.simulate(
         mj.model,
-        (q0, jnp.zeros(m.nv), *mj.y0[2:]),
+        (q0, mj.qvel_to_v(jnp.asarray(qvel0)), *mj.y0[2:]),
         dt=mj.dt,
         n_steps=steps,
         integrator=mj.integrator,
@@ -145,9 +163,14 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per comparison")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a comparison's subprocess
     parser.add_argument("--quick", action="store_true", help="gymnasium-robotics' first 6")
+    parser.add_argument(
+        "--keyframe",
+        type=int,
+        help="start from this keyframe (qpos, qvel, ctrl) where there is one",
+    )
     args = parser.parse_args()
     if args.one:
-        print(compare(args.one, args.compare))
+        print(compare(args.one, args.compare, args.keyframe))
         return
     print(machine())
     names = ["gymnasium-robotics"] if args.quick else list(WHEELS)
@@ -170,7 +193,8 @@ def main() -> None:
         print(f"| {r['name']} | {r['sizes']} | {cell('; '.join(r['features'])) or '(loads)'} |")
     if not args.compare:
         return
-    print(f"\n{args.compare} steps beside mj_step (MuJoCo's solve converged), from qpos0:")
+    origin = "qpos0" if args.keyframe is None else f"keyframe {args.keyframe} (else qpos0)"
+    print(f"\n{args.compare} steps beside mj_step (MuJoCo's solve converged), from {origin}:")
     print(
         "\n| model | max \\|Δqpos\\| | max \\|Δqvel\\| | chaos floor (qpos) | first step "
         "\\|Δqpos\\| > 1e-9 | first contact | contacts (max) | steps with contacts "
@@ -178,6 +202,7 @@ def main() -> None:
     )
     for r in loaded:
         cmd = [sys.executable, __file__, "--one", str(r["path"]), "--compare", str(args.compare)]
+        cmd += [] if args.keyframe is None else ["--keyframe", str(args.keyframe)]
         try:
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             out = run.stdout.strip().splitlines()

@@ -22,6 +22,7 @@ from .._core._validate import (
 from ._geom import ContactModel, ContactPair, Geom
 from ._hfield import HeightField
 from ._impedance import mix
+from ._mesh import ConvexMesh, pad_meshes
 from ._narrowphase import (
     _COLLIDE,
     _CONVEX_EXACT_APART,
@@ -187,17 +188,14 @@ class Contacts(NamedTuple):
 def _pair_groups(
     geoms: Sequence[Geom], pairs: Sequence[tuple[int, int]]
 ) -> list[tuple[Callable, int, np.ndarray, np.ndarray, np.ndarray]]:
-    """The pairs grouped by kind and shape structure and leaf shapes (meshes with
-    different vertex counts apart), in the order of `find_contacts`'s
+    """The pairs grouped by kind and `_batch_key` (meshes of any size together,
+    padded by `_stacked_shapes`), in the order of `find_contacts`'s
     points: (collision function, points per pair, first geoms, second geoms, the
     members' indices in `pairs`)."""
     groups: dict[tuple[type, type, Anything], list[int]] = {}
     for p, (i, j) in enumerate(pairs):
         key = (_kind(geoms[i].shape), _kind(geoms[j].shape))
-        struct = tuple(
-            (jax.tree.structure(s), tuple(np.shape(x) for x in jax.tree.leaves(s)))
-            for s in (geoms[i].shape, geoms[j].shape)
-        )
+        struct = tuple(_batch_key(s) for s in (geoms[i].shape, geoms[j].shape))
         groups.setdefault((*key, struct), []).append(p)
     out = []
     for (ka, kb, _), members in groups.items():
@@ -503,25 +501,33 @@ def _pair_material(
     return imp, fri, dims
 
 
+def _batch_key(shape: Anything) -> Anything:
+    """Shapes with one key batch together: their pytree structure and, but for meshes
+    (padded to common sizes: `pad_meshes`), their leaves' shapes."""
+    leaves = () if isinstance(shape, ConvexMesh) else jax.tree.leaves(shape)
+    return jax.tree.structure(shape), tuple(np.shape(x) for x in leaves)
+
+
 def _stacked_shapes(geoms: Sequence[Geom]) -> Callable[[np.ndarray], Anything]:
-    """The geoms' shapes stacked once per pytree structure and leaf shapes: a function
-    of static geom indices (all of one structure) giving their shapes batched, by a
-    gather."""
-
-    def key(g: Geom) -> Anything:
-        return jax.tree.structure(g.shape), tuple(np.shape(x) for x in jax.tree.leaves(g.shape))
-
+    """The geoms' shapes stacked once per `_batch_key` (meshes padded to common sizes):
+    a function of static geom indices (all of one key) giving their shapes batched,
+    by a gather."""
     groups: dict[Anything, list[int]] = {}
     for i, g in enumerate(geoms):
-        groups.setdefault(key(g), []).append(i)
+        groups.setdefault(_batch_key(g.shape), []).append(i)
     slot = np.zeros(len(geoms), np.int64)
     stacks = {}
     for k, idx in groups.items():
         slot[idx] = np.arange(len(idx))
-        stacks[k] = jax.tree.map(lambda *xs: jnp.stack(xs), *[geoms[i].shape for i in idx])
+        members: list[Anything] = [geoms[i].shape for i in idx]
+        if isinstance(members[0], ConvexMesh):
+            members = pad_meshes(members)
+        # numpy for concrete shapes: the traced program does not grow with the geoms
+        xp = np if all(is_concrete(x) for x in jax.tree.leaves(members)) else jnp
+        stacks[k] = jax.tree.map(lambda *xs, xp=xp: xp.stack([xp.asarray(x) for x in xs]), *members)
 
     def shapes(idx: np.ndarray) -> Anything:
-        return jax.tree.map(lambda x: x[slot[idx]], stacks[key(geoms[idx[0]])])
+        return jax.tree.map(lambda x: x[slot[idx]], stacks[_batch_key(geoms[idx[0]].shape)])
 
     return shapes
 

@@ -408,9 +408,11 @@ def _polish(pa: _Part, pb: _Part, r: _Result) -> _Result:
         faces as they are, B's reversed, from A to B), with the other core's support
         point and its projection onto the face as the witnesses."""
         normals = _face_normals(p.shape)
-        _, idx = jax.lax.top_k(normals @ (p.rot.T @ d), min(_FACES, normals.shape[0]))
+        real = jnp.any(normals != 0, axis=1)  # a padded mesh's extra facets are zero
+        score = jnp.where(real, normals @ (p.rot.T @ d), -jnp.inf)
+        _, idx = jax.lax.top_k(score, min(_FACES, normals.shape[0]))
         m = normals[idx] @ p.rot.T * (1.0 if on_a else -1.0)
-        g = jax.vmap(gap)(m)
+        g = jnp.where(real[idx], jax.vmap(gap)(m), -jnp.inf)
         m, g = m[jnp.argmax(g)], jnp.max(g)
         if on_a:
             b = _world_support(pb, -m)

@@ -1,8 +1,10 @@
 """Convex mesh colliders: a mesh collides as the convex hull of its vertices, as in
 MuJoCo."""
 
+from collections.abc import Sequence
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
@@ -70,6 +72,57 @@ def _hull_polygons(hull: scipy.spatial.ConvexHull, v: np.ndarray) -> list[list[i
         angle = np.arctan2((v[ids] - centre) @ e2, (v[ids] - centre) @ e1)
         polygons.append([int(i) for i in ids[np.argsort(angle)]])
     return polygons
+
+
+def pad_meshes(meshes: Sequence["ConvexMesh"]) -> list["ConvexMesh"]:
+    """The meshes (all with or all without a `graph`) padded to common array sizes, so
+    that one batched collision program serves pairs of different meshes (one per
+    vertex count would each compile apart: MuJoCo Menagerie's OP3 has 236 such pairs).
+    Each collides as before: the extra vertices sit at the vertices' mean, strictly
+    inside the hull, so no support point or supporting feature takes them and the
+    bounding radius stays; the extra polygons have no vertex (`face_planes` gives them
+    no plane) and the extra `facets` are zero (the convex collision skips them); the
+    extra hull-graph entries are reached from no seed or neighbour."""
+    if len(meshes) < 2:
+        return list(meshes)
+
+    def top(name: str, axis: int, of: Any = None) -> int:
+        return max(np.shape((of or (lambda m: getattr(m, name)))(m))[axis] for m in meshes)
+
+    n, p, w = top("vertices", 0), top("polygons", 0), top("polygons", 1)
+    q, e, t = top("polymap", 1), top("edge_ends", 1), top("facets", 0)
+    # numpy for concrete meshes, so the traced program does not grow with their number
+    xp: Any = np if all(is_concrete(x) for x in jax.tree.leaves(list(meshes))) else jnp
+    out = []
+    for m in meshes:
+        v = xp.asarray(m.vertices)
+        if not xp.issubdtype(v.dtype, xp.floating):
+            v = v.astype(jnp.result_type(float))
+        inner = xp.broadcast_to(xp.mean(v, axis=0), (n - v.shape[0], 3))
+        parts = (
+            xp.concatenate([v, inner]),
+            _pad_to(xp, m.polygons, (p, w), -1),
+            _pad_to(xp, m.polymap, (n, q), -1),
+            _pad_to(xp, m.edge_ends, (n, e), -1),
+            _pad_to(xp, m.facets, (t, 3), 0),
+        )
+        leaves = lambda x: (x.vertices, x.polygons, x.polymap, x.edge_ends, x.facets)  # noqa: E731
+        padded = eqx.tree_at(leaves, m, parts)
+        if m.graph is not None:
+            hull, neighbours, seeds = m.graph
+            h = top("", 0, lambda x: x.graph[0])
+            d = top("", 1, lambda x: x.graph[1])
+            graph = (_pad_to(xp, hull, (h,), 0), _pad_to(xp, neighbours, (h, d), -1), seeds)
+            padded = eqx.tree_at(lambda x: x.graph, padded, graph)
+        out.append(padded)
+    return out
+
+
+def _pad_to(xp: Any, x: Any, shape: tuple[int, ...], fill: int) -> Any:
+    """`x` padded at the end of each axis with `fill` up to `shape` (`xp`: numpy or
+    jax.numpy)."""
+    pad = [(0, s - d) for s, d in zip(shape, np.shape(x), strict=True)]
+    return xp.pad(xp.asarray(x), pad, constant_values=fill)
 
 
 def _pad(rows: list[list[int]]) -> np.ndarray:
@@ -240,11 +293,14 @@ class ConvexMesh(AbstractShape):
 
     def face_planes(self) -> tuple[Float[Array, "P 3"], Float[Array, " P"]]:
         """The outward unit normals (P, 3) and offsets (P,) of the hull's polygons'
-        planes n·x = o."""
-        v = self.vertices[self.polygons[:, :3]]
+        planes n·x = o; a padding row (no vertex: `pad_meshes`) has normal 0 and
+        offset +∞, a plane no point lies on."""
+        v = self.vertices[jnp.maximum(self.polygons[:, :3], 0)]
         n = jnp.cross(v[:, 1] - v[:, 0], v[:, 2] - v[:, 0])
-        n = n / jnp.sqrt(jnp.sum(n**2, axis=-1, keepdims=True))
-        return n, jnp.sum(n * v[:, 0], axis=-1)
+        real = (self.polygons[:, 0] >= 0)[:, None]
+        norm = jnp.sqrt(jnp.sum(jnp.where(real, n, 1.0) ** 2, axis=-1, keepdims=True))
+        n = jnp.where(real, n / norm, 0.0)
+        return n, jnp.where(real[:, 0], jnp.sum(n * v[:, 0], axis=-1), jnp.inf)
 
     def inradius(self) -> FloatScalar:
         """The distance from the origin to the nearest face plane (zero if the origin

@@ -212,7 +212,8 @@ def _candidates(p: _Poly, on: Array, dim: Array) -> Array:
     valid = p.members >= 0
     on_face = jnp.sum(valid & on[jnp.maximum(p.members, 0)], axis=1, dtype=jnp.int32)
     holding = on_face == jnp.sum(on, dtype=jnp.int32)
-    lying = (on_face == jnp.sum(valid, axis=1, dtype=jnp.int32)) & (dim == 3)
+    # a padding row (no member: `pad_meshes`) lies in no feature
+    lying = (on_face == jnp.sum(valid, axis=1, dtype=jnp.int32)) & valid[:, 0] & (dim == 3)
     return holding | lying
 
 
