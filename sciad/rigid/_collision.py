@@ -520,10 +520,10 @@ def _stacked_shapes(geoms: Sequence[Geom]) -> Callable[[np.ndarray], Anything]:
     for k, idx in groups.items():
         slot[idx] = np.arange(len(idx))
         members: list[Anything] = [geoms[i].shape for i in idx]
-        if isinstance(members[0], ConvexMesh):
-            members = pad_meshes(members)
         # numpy for concrete shapes: the traced program does not grow with the geoms
         xp = np if all(is_concrete(x) for x in jax.tree.leaves(members)) else jnp
+        if isinstance(members[0], ConvexMesh):
+            members = pad_meshes(members, xp)
         stacks[k] = jax.tree.map(lambda *xs, xp=xp: xp.stack([xp.asarray(x) for x in xs]), *members)
 
     def shapes(idx: np.ndarray) -> Anything:

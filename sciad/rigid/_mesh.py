@@ -74,7 +74,7 @@ def _hull_polygons(hull: scipy.spatial.ConvexHull, v: np.ndarray) -> list[list[i
     return polygons
 
 
-def pad_meshes(meshes: Sequence["ConvexMesh"]) -> list["ConvexMesh"]:
+def pad_meshes(meshes: Sequence["ConvexMesh"], xp: Any = jnp) -> list["ConvexMesh"]:
     """The meshes (all with or all without a `graph`) padded to common array sizes, so
     that one batched collision program serves pairs of different meshes (one per
     vertex count would each compile apart: MuJoCo Menagerie's OP3 has 236 such pairs).
@@ -82,17 +82,20 @@ def pad_meshes(meshes: Sequence["ConvexMesh"]) -> list["ConvexMesh"]:
     inside the hull, so no support point or supporting feature takes them and the
     bounding radius stays; the extra polygons have no vertex (`face_planes` gives them
     no plane) and the extra `facets` are zero (the convex collision skips them); the
-    extra hull-graph entries are reached from no seed or neighbour."""
+    extra hull-graph entries are reached from no seed or neighbour. `xp`: numpy for
+    concrete meshes (the traced program then does not grow with their number), else
+    jax.numpy."""
     if len(meshes) < 2:
         return list(meshes)
 
-    def top(name: str, axis: int, of: Any = None) -> int:
-        return max(np.shape((of or (lambda m: getattr(m, name)))(m))[axis] for m in meshes)
+    def top(get: Any, axis: int) -> int:
+        return max(np.shape(get(m))[axis] for m in meshes)
 
-    n, p, w = top("vertices", 0), top("polygons", 0), top("polygons", 1)
-    q, e, t = top("polymap", 1), top("edge_ends", 1), top("facets", 0)
-    # numpy for concrete meshes, so the traced program does not grow with their number
-    xp: Any = np if all(is_concrete(x) for x in jax.tree.leaves(list(meshes))) else jnp
+    n = top(lambda m: m.vertices, 0)
+    p, w = top(lambda m: m.polygons, 0), top(lambda m: m.polygons, 1)
+    q, e = top(lambda m: m.polymap, 1), top(lambda m: m.edge_ends, 1)
+    t = top(lambda m: m.facets, 0)
+    leaves = lambda x: (x.vertices, x.polygons, x.polymap, x.edge_ends, x.facets)  # noqa: E731
     out = []
     for m in meshes:
         v = xp.asarray(m.vertices)
@@ -106,12 +109,10 @@ def pad_meshes(meshes: Sequence["ConvexMesh"]) -> list["ConvexMesh"]:
             _pad_to(xp, m.edge_ends, (n, e), -1),
             _pad_to(xp, m.facets, (t, 3), 0),
         )
-        leaves = lambda x: (x.vertices, x.polygons, x.polymap, x.edge_ends, x.facets)  # noqa: E731
         padded = eqx.tree_at(leaves, m, parts)
         if m.graph is not None:
             hull, neighbours, seeds = m.graph
-            h = top("", 0, lambda x: x.graph[0])
-            d = top("", 1, lambda x: x.graph[1])
+            h, d = top(lambda x: x.graph[0], 0), top(lambda x: x.graph[1], 1)
             graph = (_pad_to(xp, hull, (h,), 0), _pad_to(xp, neighbours, (h, d), -1), seeds)
             padded = eqx.tree_at(lambda x: x.graph, padded, graph)
         out.append(padded)
