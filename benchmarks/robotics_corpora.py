@@ -169,6 +169,8 @@ def main() -> None:
         help="start from this keyframe (qpos, qvel, ctrl) where there is one",
     )
     args = parser.parse_args()
+    if args.keyframe is not None and args.keyframe < 0:
+        parser.error(f"--keyframe must be 0 or more; got {args.keyframe}")
     if args.one:
         print(compare(args.one, args.compare, args.keyframe))
         return
